@@ -1,0 +1,108 @@
+package model
+
+import "time"
+
+// Bot is a bot of a workspace. Spec holds the free-form parts of the Botpress
+// Bot object (states, events, actions, configuration, tags definitions, ...)
+// as decoded JSON, keyed by their wire names.
+type Bot struct {
+	ID               string
+	WorkspaceID      string
+	Name             string
+	Description      string
+	Dev              bool
+	Type             string
+	Tags             map[string]string
+	Spec             map[string]any
+	Secrets          map[string]string
+	Code             string
+	URL              string
+	MaxExecutionTime int
+	AlwaysAlive      bool
+	SigningSecret    string
+	CreatedBy        string
+	VersionID        string
+	CreatedAt        time.Time
+	UpdatedAt        time.Time
+	DeployedAt       time.Time // zero until code is deployed
+}
+
+// Bot types of the Botpress enum; Parley's code-first bots are "adk".
+const DefaultBotType = "adk"
+
+// BotTypes lists the accepted values of Bot.Type.
+var BotTypes = []string{"studio", "adk", "desk"}
+
+// Built-in integrations every bot has.
+const (
+	IntegrationChat    = "chat"
+	IntegrationWebchat = "webchat"
+)
+
+// Integration is an integration installed on a bot. WebhookID is the
+// unguessable id in the integration's public URL (the Chat API's webhook id,
+// the webchat's client id).
+type Integration struct {
+	BotID         string
+	Name          string
+	Enabled       bool
+	WebhookID     string
+	Configuration map[string]any
+	CreatedAt     time.Time
+	UpdatedAt     time.Time
+}
+
+// BotVersion is an immutable snapshot of a bot's code.
+type BotVersion struct {
+	ID          string
+	BotID       string
+	Name        string
+	Description string
+	Code        string
+	CreatedAt   time.Time
+}
+
+// LogEntry is one line of a bot's logs.
+type LogEntry struct {
+	ID             string
+	BotID          string
+	Time           time.Time
+	Level          string
+	Message        string
+	ConversationID string
+	UserID         string
+	EventID        string
+	WorkflowID     string
+}
+
+// LogFilter selects log lines.
+type LogFilter struct {
+	BotID          string
+	Since, Until   time.Time
+	Level          string
+	UserID         string
+	ConversationID string
+	WorkflowID     string
+	Contains       string
+}
+
+// Issue is a recurring runtime problem of a bot, grouped by Code.
+type Issue struct {
+	ID          string
+	BotID       string
+	Code        string
+	Category    string
+	Title       string
+	Description string
+	EventsCount int
+	CreatedAt   time.Time
+	LastSeenAt  time.Time
+}
+
+// IssueEvent is one occurrence of an Issue.
+type IssueEvent struct {
+	ID        string
+	IssueID   string
+	CreatedAt time.Time
+	Data      map[string]any
+}

@@ -1,0 +1,233 @@
+// Package store defines Parley's storage interfaces, one small interface per
+// aggregate. Implementations live in sqlstore (shared SQL) with the sqlite
+// and postgres packages opening it; storetest is their conformance suite.
+//
+// Stores are dumb: they keep and find data. Authorization and business
+// rules live in the service package. Every method returns model errors:
+// model.NotFound for a missing row, model.Conflict for a duplicate key.
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/parley-bots/parley/internal/model"
+)
+
+// Store gives access to every aggregate, outside or inside a transaction.
+type Store interface {
+	Accounts() Accounts
+	Tokens() Tokens
+	Workspaces() Workspaces
+	Members() Members
+	Bots() Bots
+	Audit() Audit
+	Logs() Logs
+	Issues() Issues
+	Chat() Chat
+	States() States
+	Leases() Leases
+
+	// InTx runs fn in one transaction: everything fn does through tx commits
+	// together or not at all. Nested calls join the outer transaction.
+	InTx(ctx context.Context, fn func(tx Store) error) error
+}
+
+// DB is a whole database: a Store plus lifecycle.
+type DB interface {
+	Store
+	Ping(ctx context.Context) error
+	// Engine names the database engine ("sqlite" or "postgres").
+	Engine() string
+	Close() error
+}
+
+// Page asks for one page of a keyset-paginated list. Token is the opaque
+// value of a previous page's NextToken ("" for the first page).
+type Page struct {
+	Token string
+	Size  int
+}
+
+// Accounts stores people.
+type Accounts interface {
+	Create(ctx context.Context, a *model.Account) error
+	Get(ctx context.Context, id string) (*model.Account, error)
+	GetByEmail(ctx context.Context, email string) (*model.Account, error)
+	Update(ctx context.Context, a *model.Account) error
+	Count(ctx context.Context) (int, error)
+}
+
+// Tokens stores hashed credentials.
+type Tokens interface {
+	Create(ctx context.Context, t *model.Token) error
+	GetByHash(ctx context.Context, hash string) (*model.Token, error)
+	// ListByAccount lists personal access tokens, newest first.
+	ListByAccount(ctx context.Context, accountID string) ([]*model.Token, error)
+	// ListByBot lists bot API keys, newest first.
+	ListByBot(ctx context.Context, botID string) ([]*model.Token, error)
+	Get(ctx context.Context, id string) (*model.Token, error)
+	Delete(ctx context.Context, id string) error
+}
+
+// Workspaces stores workspaces; BotCount is filled on reads.
+type Workspaces interface {
+	Create(ctx context.Context, w *model.Workspace) error
+	Get(ctx context.Context, id string) (*model.Workspace, error)
+	Update(ctx context.Context, w *model.Workspace) error
+	Delete(ctx context.Context, id string) error
+	// ListForAccount lists the workspaces the account is a member of,
+	// newest first; handle filters when not empty.
+	ListForAccount(ctx context.Context, accountID, handle string, p Page) ([]*model.Workspace, string, error)
+	GetByHandle(ctx context.Context, handle string) (*model.Workspace, error)
+}
+
+// Members stores workspace memberships; DisplayName and ProfilePicture are
+// filled from the account on reads.
+type Members interface {
+	Create(ctx context.Context, m *model.Member) error
+	Get(ctx context.Context, workspaceID, id string) (*model.Member, error)
+	GetByAccount(ctx context.Context, workspaceID, accountID string) (*model.Member, error)
+	UpdateRole(ctx context.Context, workspaceID, id string, role model.Role) error
+	Delete(ctx context.Context, workspaceID, id string) error
+	// List is oldest first (the owner comes first).
+	List(ctx context.Context, workspaceID string, p Page) ([]*model.Member, string, error)
+	CountRole(ctx context.Context, workspaceID string, role model.Role) (int, error)
+}
+
+// BotFilter narrows ListBots.
+type BotFilter struct {
+	WorkspaceID string
+	Dev         bool
+	Tags        map[string]string
+	// SortField is "createdAt" (default) or "updatedAt"; Ascending flips
+	// the default newest-first order.
+	SortField string
+	Ascending bool
+}
+
+// Bots stores bots, their integrations and versions.
+type Bots interface {
+	Create(ctx context.Context, b *model.Bot) error
+	Get(ctx context.Context, workspaceID, id string) (*model.Bot, error)
+	// GetByID finds a bot in any workspace (for runtime use).
+	GetByID(ctx context.Context, id string) (*model.Bot, error)
+	Update(ctx context.Context, b *model.Bot) error
+	Delete(ctx context.Context, workspaceID, id string) error
+	List(ctx context.Context, f BotFilter, p Page) ([]*model.Bot, string, error)
+	// ListAll lists the ids of every bot (for start-up recovery).
+	ListAll(ctx context.Context) ([]string, error)
+
+	PutIntegration(ctx context.Context, in *model.Integration) error
+	Integrations(ctx context.Context, botID string) ([]*model.Integration, error)
+	DeleteIntegration(ctx context.Context, botID, name string) error
+	// IntegrationByWebhook finds an integration by its public webhook id.
+	IntegrationByWebhook(ctx context.Context, webhookID string) (*model.Integration, error)
+
+	CreateVersion(ctx context.Context, v *model.BotVersion) error
+	GetVersion(ctx context.Context, botID, id string) (*model.BotVersion, error)
+	// ListVersions is newest first.
+	ListVersions(ctx context.Context, botID string) ([]*model.BotVersion, error)
+}
+
+// Audit stores the audit trail.
+type Audit interface {
+	Record(ctx context.Context, r *model.AuditRecord) error
+	// List is newest first.
+	List(ctx context.Context, workspaceID string, p Page) ([]*model.AuditRecord, string, error)
+}
+
+// Logs stores bot log lines.
+type Logs interface {
+	Append(ctx context.Context, entries ...*model.LogEntry) error
+	// List is newest first.
+	List(ctx context.Context, f model.LogFilter, p Page) ([]*model.LogEntry, string, error)
+}
+
+// Issues stores bot issues and their occurrences.
+type Issues interface {
+	// Report records one occurrence of the issue with i.BotID and i.Code,
+	// creating the issue the first time, and returns the stored issue.
+	Report(ctx context.Context, i *model.Issue, ev *model.IssueEvent) (*model.Issue, error)
+	Get(ctx context.Context, botID, id string) (*model.Issue, error)
+	// List is most recently seen first.
+	List(ctx context.Context, botID string, p Page) ([]*model.Issue, string, error)
+	Delete(ctx context.Context, botID, id string) error
+	// Events is newest first.
+	Events(ctx context.Context, issueID string, p Page) ([]*model.IssueEvent, string, error)
+}
+
+// Chat stores the conversational data of bots. Every method is scoped by
+// bot id: data of one bot is never reachable through another.
+type Chat interface {
+	CreateUser(ctx context.Context, u *model.ChatUser) error
+	GetUser(ctx context.Context, botID, id string) (*model.ChatUser, error)
+	UpdateUser(ctx context.Context, u *model.ChatUser) error
+	DeleteUser(ctx context.Context, botID, id string) error
+
+	CreateConversation(ctx context.Context, c *model.Conversation) error
+	GetConversation(ctx context.Context, botID, id string) (*model.Conversation, error)
+	DeleteConversation(ctx context.Context, botID, id string) error
+	// ListConversations lists conversations owned by ownerID, newest first.
+	ListConversations(ctx context.Context, botID, ownerID string, p Page) ([]*model.Conversation, string, error)
+	// ListBotConversations lists every conversation of a bot, newest first.
+	ListBotConversations(ctx context.Context, botID string, p Page) ([]*model.Conversation, string, error)
+
+	AddParticipant(ctx context.Context, botID, conversationID, userID string, at time.Time) error
+	RemoveParticipant(ctx context.Context, botID, conversationID, userID string) error
+	IsParticipant(ctx context.Context, botID, conversationID, userID string) (bool, error)
+	// ListParticipants is in the order participants were added.
+	ListParticipants(ctx context.Context, botID, conversationID string, p Page) ([]*model.ChatUser, string, error)
+
+	CreateMessage(ctx context.Context, m *model.Message) error
+	GetMessage(ctx context.Context, botID, id string) (*model.Message, error)
+	DeleteMessage(ctx context.Context, botID, id string) error
+	// ListMessages is newest first.
+	ListMessages(ctx context.Context, botID, conversationID string, p Page) ([]*model.Message, string, error)
+
+	CreateEvent(ctx context.Context, e *model.Event) error
+	GetEvent(ctx context.Context, botID, id string) (*model.Event, error)
+
+	// AppendSignal gives s the conversation's next sequence number and
+	// stores it; call it inside the transaction that stores what the signal
+	// announces.
+	AppendSignal(ctx context.Context, s *model.Signal) error
+	// SignalsAfter returns the conversation's signals with Seq > after, in
+	// order, at most limit of them.
+	SignalsAfter(ctx context.Context, botID, conversationID string, after int64, limit int) ([]*model.Signal, error)
+
+	// EnqueueTurn stores an incoming bot event to be run.
+	EnqueueTurn(ctx context.Context, t *model.Turn) error
+	// PendingTurns returns the oldest pending turns of a conversation, in
+	// order.
+	PendingTurns(ctx context.Context, botID, conversationID string, limit int) ([]*model.Turn, error)
+	// PendingConversations lists conversations with pending turns, at most
+	// limit of them (for start-up recovery).
+	PendingConversations(ctx context.Context, limit int) ([]model.ConversationRef, error)
+	// CompleteTurn removes a turn once it has run.
+	CompleteTurn(ctx context.Context, botID, conversationID string, seq int64) error
+}
+
+// State scopes of bot state.
+const (
+	ScopeUser         = "user"
+	ScopeConversation = "conversation"
+	ScopeBot          = "bot"
+)
+
+// States stores bot state documents (JSON objects) per scope and owner id.
+type States interface {
+	// Get returns nil, nil when no state is stored.
+	Get(ctx context.Context, botID, scope, ownerID string) (json.RawMessage, error)
+	Put(ctx context.Context, botID, scope, ownerID string, data json.RawMessage) error
+}
+
+// Leases are named, expiring locks shared by every process on the same
+// database; they keep a conversation's turns on one process at a time.
+type Leases interface {
+	// Acquire takes or renews the lease for holder until now+ttl. It returns
+	// false when another holder has an unexpired lease.
+	Acquire(ctx context.Context, name, holder string, ttl time.Duration) (bool, error)
+	Release(ctx context.Context, name, holder string) error
+}
