@@ -40,6 +40,9 @@ type DB interface {
 	Ping(ctx context.Context) error
 	// Engine names the database engine ("sqlite" or "postgres").
 	Engine() string
+	// Migrated returns an error unless every migration of this binary is
+	// applied (for readiness checks).
+	Migrated(ctx context.Context) error
 	Close() error
 }
 

@@ -1,0 +1,214 @@
+package app_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/parley-bots/parley/internal/app"
+	"github.com/parley-bots/parley/internal/store"
+	"github.com/parley-bots/parley/internal/testutil/testapp"
+	"github.com/parley-bots/parley/internal/testutil/testdb"
+)
+
+// engines runs a test on SQLite and on PostgreSQL.
+func engines(t *testing.T, fn func(t *testing.T, cfg func() app.Config)) {
+	t.Run("sqlite", func(t *testing.T) {
+		dir := t.TempDir()
+		fn(t, func() app.Config { c := testapp.Config(t, ""); c.DataDir = dir; return c })
+	})
+	t.Run("postgres", func(t *testing.T) {
+		url := testdb.PostgresURL(t)
+		dir := t.TempDir()
+		fn(t, func() app.Config { c := testapp.Config(t, url); c.DataDir = dir; return c })
+	})
+}
+
+func defaultWorkspace(t *testing.T, a *app.App) string {
+	t.Helper()
+	ctx := context.Background()
+	p, err := a.Service().Authenticate(ctx, a.AdminToken)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws, _, err := a.Service().ListWorkspaces(ctx, p, "", store.Page{})
+	if err != nil || len(ws) != 1 {
+		t.Fatalf("workspaces = %v, %v", ws, err)
+	}
+	return ws[0].ID
+}
+
+// TestAdminCompatibility drives the Admin API with @botpress/client 1.45.0.
+func TestAdminCompatibility(t *testing.T) {
+	engines(t, func(t *testing.T, cfg func() app.Config) {
+		a := testapp.Start(t, cfg())
+		const viewerEmail = "viewer@example.com"
+		_, viewerToken, err := a.Service().IssueTokenForEmail(context.Background(), viewerEmail, "viewer")
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := testapp.RunNode(t, "admin.mjs", map[string]string{
+			"API_URL": a.URL, "TOKEN": a.AdminToken, "WORKSPACE_ID": defaultWorkspace(t, a),
+			"VIEWER_TOKEN": viewerToken, "VIEWER_EMAIL": viewerEmail,
+		})
+		t.Log(out)
+	})
+}
+
+// TestRestartKeepsDataAndDoesNotBootstrapAgain restarts a server on the same
+// store and checks that data survive and no second owner, workspace or token
+// appears.
+func TestRestartKeepsDataAndDoesNotBootstrapAgain(t *testing.T) {
+	engines(t, func(t *testing.T, cfg func() app.Config) {
+		ctx := context.Background()
+		c := cfg()
+		first, err := app.Start(ctx, c, testapp.Logger(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		token := first.AdminToken
+		if token == "" {
+			t.Fatal("first start did not bootstrap")
+		}
+		ws := defaultWorkspace(t, first)
+		if c.DatabaseURL == "" {
+			info, err := os.Stat(filepath.Join(c.DataDir, "admin-token"))
+			if err != nil || info.Mode().Perm() != 0o600 {
+				t.Fatalf("admin-token file: %v, mode %v", err, info.Mode())
+			}
+		}
+		req, _ := http.NewRequest("POST", first.URL+"/v1/admin/bots", strings.NewReader(`{"name":"survivor","tags":{"k":"v"}}`))
+		req.Header.Set("Authorization", "Bearer "+token)
+		req.Header.Set("x-workspace-id", ws)
+		res, err := http.DefaultClient.Do(req)
+		if err != nil || res.StatusCode != 200 {
+			t.Fatalf("create bot: %v %v", err, res.Status)
+		}
+		var created struct{ Bot struct{ ID string } }
+		json.NewDecoder(res.Body).Decode(&created)
+		res.Body.Close()
+		sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		if err := first.Shutdown(sctx); err != nil {
+			t.Fatal(err)
+		}
+
+		second := testapp.Start(t, c)
+		if second.AdminToken != "" {
+			t.Fatal("second start bootstrapped again")
+		}
+		if got := defaultWorkspace(t, second); got != ws {
+			t.Fatalf("workspace changed across restart: %s != %s", got, ws)
+		}
+		n, err := second.Service().Store().Accounts().Count(ctx)
+		if err != nil || n != 1 {
+			t.Fatalf("accounts after restart = %d, %v", n, err)
+		}
+		req, _ = http.NewRequest("GET", second.URL+"/v1/admin/bots/"+created.Bot.ID, nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		req.Header.Set("x-workspace-id", ws)
+		res, err = http.DefaultClient.Do(req)
+		if err != nil || res.StatusCode != 200 {
+			t.Fatalf("get bot after restart: %v %v", err, res.Status)
+		}
+		var got struct {
+			Bot struct {
+				Name string
+				Tags map[string]string
+			}
+		}
+		json.NewDecoder(res.Body).Decode(&got)
+		res.Body.Close()
+		if got.Bot.Name != "survivor" || got.Bot.Tags["k"] != "v" {
+			t.Fatalf("bot after restart = %+v", got.Bot)
+		}
+	})
+}
+
+func TestAdminTokenFromEnvironment(t *testing.T) {
+	c := testapp.Config(t, "")
+	c.AdminToken = "my-chosen-admin-token"
+	a := testapp.Start(t, c)
+	if _, err := a.Service().Authenticate(context.Background(), "my-chosen-admin-token"); err != nil {
+		t.Fatalf("chosen token refused: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(c.DataDir, "admin-token")); !os.IsNotExist(err) {
+		t.Fatalf("a chosen token must not be written to disk: %v", err)
+	}
+}
+
+func TestHealthAndReadiness(t *testing.T) {
+	a := testapp.Start(t, testapp.Config(t, ""))
+	for _, path := range []string{"/healthz", "/readyz"} {
+		res, err := http.Get(a.URL + path)
+		if err != nil || res.StatusCode != 200 {
+			t.Fatalf("%s: %v %v", path, err, res.Status)
+		}
+		res.Body.Close()
+	}
+}
+
+// TestErrorBodies checks status and standard body for bad requests over HTTP.
+func TestErrorBodies(t *testing.T) {
+	a := testapp.Start(t, testapp.Config(t, ""))
+	ws := defaultWorkspace(t, a)
+	tests := []struct {
+		name, method, path, body, token, workspace string
+		status                                      int
+		typ, mention                                string
+	}{
+		{"no token", "GET", "/v1/admin/bots", "", "", ws, 401, "Unauthorized", "token"},
+		{"bad token", "GET", "/v1/admin/bots", "", "nope", ws, 401, "Unauthorized", "token"},
+		{"no workspace", "GET", "/v1/admin/bots", "", a.AdminToken, "", 401, "Unauthorized", "x-workspace-id"},
+		{"malformed json", "POST", "/v1/admin/bots", `{"name":`, a.AdminToken, ws, 400, "InvalidPayload", "JSON"},
+		{"wrong type", "POST", "/v1/admin/bots", `{"tags":{"a":1}}`, a.AdminToken, ws, 400, "InvalidPayload", "tags"},
+		{"unknown property", "POST", "/v1/admin/bots", `{"colour":"red"}`, a.AdminToken, ws, 400, "InvalidPayload", "colour"},
+		{"not an object", "POST", "/v1/admin/bots", `[1]`, a.AdminToken, ws, 400, "InvalidPayload", "object"},
+		{"float execution time", "POST", "/v1/admin/bots", `{"maxExecutionTime":1.5}`, a.AdminToken, ws, 400, "InvalidPayload", "maxExecutionTime"},
+		{"unknown bot", "GET", "/v1/admin/bots/nope", "", a.AdminToken, ws, 404, "ResourceNotFound", "bot"},
+		{"unknown route", "GET", "/v1/admin/nothing", "", a.AdminToken, ws, 405, "MethodNotFound", "nothing"},
+		{"bad page size", "GET", "/v1/admin/bots?pageSize=1000", "", a.AdminToken, ws, 400, "InvalidQuery", "pageSize"},
+		{"bad next token", "GET", "/v1/admin/bots?nextToken=not-a-token", "", a.AdminToken, ws, 400, "InvalidQuery", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req, _ := http.NewRequest(tt.method, a.URL+tt.path, strings.NewReader(tt.body))
+			if tt.token != "" {
+				req.Header.Set("Authorization", "Bearer "+tt.token)
+			}
+			if tt.workspace != "" {
+				req.Header.Set("x-workspace-id", tt.workspace)
+			}
+			res, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer res.Body.Close()
+			var body map[string]any
+			if err := json.NewDecoder(res.Body).Decode(&body); err != nil {
+				t.Fatal(err)
+			}
+			if res.StatusCode != tt.status || body["type"] != tt.typ || body["code"] != float64(tt.status) {
+				t.Fatalf("got %d %v, want %d %s", res.StatusCode, body, tt.status, tt.typ)
+			}
+			if id, _ := body["id"].(string); !strings.HasPrefix(id, "err_") {
+				t.Fatalf("error id %q", body["id"])
+			}
+			if msg, _ := body["message"].(string); !strings.Contains(msg, tt.mention) {
+				t.Fatalf("message %q does not mention %q", msg, tt.mention)
+			}
+		})
+	}
+	// Nothing was stored by the failed creates.
+	p, _ := a.Service().Authenticate(context.Background(), a.AdminToken)
+	c, _ := a.Service().InWorkspace(context.Background(), p, ws)
+	bots, _, err := a.Service().ListBots(context.Background(), c, store.BotFilter{}, store.Page{})
+	if err != nil || len(bots) != 0 {
+		t.Fatalf("bots after failed creates: %d %v", len(bots), err)
+	}
+}

@@ -1,0 +1,5 @@
+package auth
+
+import "time"
+
+var nowFunc = time.Now

@@ -1,0 +1,447 @@
+// Package realtime fans committed conversation signals out to open SSE
+// streams.
+//
+// The store's signal log is the source of truth: every signal has a
+// per-conversation sequence number, and a stream delivers seq after seq
+// with no gap and no duplicate. The hub's in-memory fan-out is only the fast
+// path: when a stream sees a hole (publishes of concurrent commits arrive
+// out of order, a wake-up from another node, a reconnect with
+// Last-Event-ID) it reads the missing signals from the log itself, in its
+// own goroutine, so a publisher never waits for a reader.
+package realtime
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/parley-bots/parley/internal/model"
+)
+
+// SignalLog reads a conversation's durable signal log (store.Chat has this
+// method; the hub does not depend on the store package).
+type SignalLog interface {
+	SignalsAfter(ctx context.Context, botID, conversationID string, after int64, limit int) ([]*model.Signal, error)
+}
+
+// Broker carries wake-ups between nodes sharing a database.
+type Broker interface {
+	// Announce tells the other nodes a signal was committed. It must not
+	// block.
+	Announce(sig *model.Signal)
+	// Run delivers wake-ups from other nodes to wake until ctx ends.
+	// resync is called after a (re)connection, when wake-ups may have been
+	// missed.
+	Run(ctx context.Context, wake func(botID, conversationID string, seq int64), resync func()) error
+}
+
+// Options tune a Hub; zero values take the defaults.
+type Options struct {
+	// Buffer is how many signals a subscriber may lag behind before it is
+	// dropped (default 256).
+	Buffer int
+	// Keepalive is the idle interval after which a "ping" data frame is
+	// sent (default 25 s; the client's watchdog fires after 60 s without a
+	// data frame, the browser polyfill after 45 s without bytes).
+	Keepalive time.Duration
+	// FirstFrameDelay holds the first frame after the headers: the Node
+	// client drops frames that arrive with the headers (default 50 ms).
+	FirstFrameDelay time.Duration
+	// ReplayWindow is how far back a stream opened without Last-Event-ID
+	// replays, so a signal published just before the stream registered is
+	// not lost (default 5 s).
+	ReplayWindow time.Duration
+	// WriteTimeout bounds each write to a stream (default 10 s).
+	WriteTimeout time.Duration
+	Log          *slog.Logger
+}
+
+func (o *Options) defaults() {
+	if o.Buffer <= 0 {
+		o.Buffer = 256
+	}
+	if o.Keepalive <= 0 {
+		o.Keepalive = 25 * time.Second
+	}
+	if o.FirstFrameDelay < 0 {
+		o.FirstFrameDelay = 0
+	} else if o.FirstFrameDelay == 0 {
+		o.FirstFrameDelay = 50 * time.Millisecond
+	}
+	if o.ReplayWindow <= 0 {
+		o.ReplayWindow = 5 * time.Second
+	}
+	if o.WriteTimeout <= 0 {
+		o.WriteTimeout = 10 * time.Second
+	}
+	if o.Log == nil {
+		o.Log = slog.Default()
+	}
+}
+
+type topicKey struct{ bot, conv string }
+
+type topic struct {
+	subs map[*Subscription]struct{}
+	// high is the highest seq fanned out here; remote wake-ups at or below
+	// it need no read.
+	high     int64
+	fetching bool  // a remote read is queued or running
+	want     int64 // highest seq announced by a remote wake-up
+}
+
+// Hub is the signal fan-out of one node.
+type Hub struct {
+	opts   Options
+	log    SignalLog
+	broker Broker
+
+	mu     sync.Mutex
+	topics map[topicKey]*topic
+	closed bool
+
+	fetchQ chan topicKey
+	stop   context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// NewHub returns a hub reading replays from log. Call Start to run the
+// broker (if any) and Close on shutdown.
+func NewHub(log SignalLog, broker Broker, opts Options) *Hub {
+	opts.defaults()
+	return &Hub{opts: opts, log: log, broker: broker, topics: map[topicKey]*topic{},
+		fetchQ: make(chan topicKey, 1024)}
+}
+
+// Options returns the effective options.
+func (h *Hub) Options() Options { return h.opts }
+
+// Start runs the broker's receiving side and the readers of remote signals.
+func (h *Hub) Start(ctx context.Context) {
+	ctx, h.stop = context.WithCancel(ctx)
+	if h.broker == nil {
+		return
+	}
+	for range 4 {
+		h.wg.Add(1)
+		go func() { defer h.wg.Done(); h.fetchLoop(ctx) }()
+	}
+	h.wg.Add(1)
+	go func() {
+		defer h.wg.Done()
+		for ctx.Err() == nil {
+			err := h.broker.Run(ctx, h.remote, h.resync)
+			if ctx.Err() != nil {
+				return
+			}
+			h.opts.Log.Warn("realtime broker stopped; restarting", "err", err)
+			select {
+			case <-ctx.Done():
+			case <-time.After(time.Second):
+			}
+		}
+	}()
+}
+
+// Close ends every stream (they finish cleanly) and stops the broker.
+func (h *Hub) Close() {
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		return
+	}
+	h.closed = true
+	for _, t := range h.topics {
+		for s := range t.subs {
+			s.drop(reasonShutdown)
+		}
+	}
+	h.topics = map[topicKey]*topic{}
+	h.mu.Unlock()
+	if h.stop != nil {
+		h.stop()
+	}
+	h.wg.Wait()
+}
+
+// item is one signal as queued to subscribers, with its frame rendered once.
+type item struct {
+	seq     int64
+	frame   []byte
+	removed string // participant removed by this signal, if any
+}
+
+func newItem(sig *model.Signal) *item {
+	it := &item{seq: sig.Seq, frame: renderFrame(sig)}
+	if sig.Type == model.SignalParticipantRemoved {
+		var d struct {
+			ParticipantID string `json:"participantId"`
+		}
+		_ = json.Unmarshal(sig.Data, &d)
+		it.removed = d.ParticipantID
+	}
+	return it
+}
+
+// renderFrame writes one SSE event: id (the conversation's seq), the
+// default event name, and the {type, data} envelope on one data line.
+func renderFrame(sig *model.Signal) []byte {
+	b := make([]byte, 0, len(sig.Data)+len(sig.Type)+64)
+	b = append(b, "id: "...)
+	b = strconv.AppendInt(b, sig.Seq, 10)
+	b = append(b, "\nevent: message\ndata: {\"type\":"...)
+	b = strconv.AppendQuote(b, sig.Type)
+	b = append(b, ",\"data\":"...)
+	b = append(b, sig.Data...)
+	b = append(b, "}\n\n"...)
+	return b
+}
+
+// Publish fans a committed signal out to this node's streams of its
+// conversation and announces it to the other nodes. It never blocks: a
+// subscriber whose buffer is full is dropped.
+func (h *Hub) Publish(sig *model.Signal) {
+	h.fanout(topicKey{sig.BotID, sig.ConversationID}, []*model.Signal{sig})
+	if h.broker != nil {
+		h.broker.Announce(sig)
+	}
+}
+
+func (h *Hub) fanout(k topicKey, sigs []*model.Signal) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	t := h.topics[k]
+	if t == nil {
+		return
+	}
+	for _, sig := range sigs {
+		if sig.Seq > t.high {
+			t.high = sig.Seq
+		}
+		it := newItem(sig)
+		for s := range t.subs {
+			if !s.offer(it) {
+				delete(t.subs, s)
+				s.drop(reasonSlow)
+				continue
+			}
+			if it.removed != "" && it.removed == s.userID {
+				// The stream gets the notice of its own removal, then
+				// nothing more: it leaves the topic at once.
+				delete(t.subs, s)
+			}
+		}
+	}
+	if len(t.subs) == 0 {
+		delete(h.topics, k)
+	}
+}
+
+// CloseConversation ends every stream of a conversation (it was deleted).
+func (h *Hub) CloseConversation(botID, conversationID string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	k := topicKey{botID, conversationID}
+	if t := h.topics[k]; t != nil {
+		for s := range t.subs {
+			s.drop(reasonGone)
+		}
+		delete(h.topics, k)
+	}
+}
+
+// remote handles a wake-up from another node: if this node has streams of
+// that conversation, read the new signals from the log once and fan them
+// out.
+func (h *Hub) remote(botID, conversationID string, seq int64) {
+	k := topicKey{botID, conversationID}
+	h.mu.Lock()
+	t := h.topics[k]
+	if t == nil || seq <= t.high {
+		h.mu.Unlock()
+		return
+	}
+	if seq > t.want {
+		t.want = seq
+	}
+	queue := !t.fetching
+	t.fetching = true
+	h.mu.Unlock()
+	if queue {
+		select {
+		case h.fetchQ <- k:
+		default:
+			// The readers are saturated; the streams' own gap checks
+			// (at the next signal or keepalive) catch up instead.
+			h.mu.Lock()
+			if t := h.topics[k]; t != nil {
+				t.fetching = false
+			}
+			h.mu.Unlock()
+		}
+	}
+}
+
+// resync wakes every topic after the broker reconnected.
+func (h *Hub) resync() {
+	h.mu.Lock()
+	keys := make([]topicKey, 0, len(h.topics))
+	for k := range h.topics {
+		keys = append(keys, k)
+	}
+	h.mu.Unlock()
+	for _, k := range keys {
+		h.mu.Lock()
+		t := h.topics[k]
+		var next int64
+		if t != nil {
+			next = t.high + 1
+		}
+		h.mu.Unlock()
+		if t != nil {
+			h.remote(k.bot, k.conv, next)
+		}
+	}
+}
+
+func (h *Hub) fetchLoop(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case k := <-h.fetchQ:
+			h.fetch(ctx, k)
+		}
+	}
+}
+
+func (h *Hub) fetch(ctx context.Context, k topicKey) {
+	for {
+		h.mu.Lock()
+		t := h.topics[k]
+		if t == nil {
+			h.mu.Unlock()
+			return
+		}
+		after := t.high
+		if after == 0 {
+			// Nothing seen here yet: start just before the announced seq;
+			// each stream fills older holes itself.
+			after = t.want - 1
+		}
+		if after >= t.want {
+			t.fetching = false
+			h.mu.Unlock()
+			return
+		}
+		h.mu.Unlock()
+		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		sigs, err := h.log.SignalsAfter(rctx, k.bot, k.conv, after, 256)
+		cancel()
+		if err != nil || len(sigs) == 0 {
+			if err != nil && ctx.Err() == nil {
+				h.opts.Log.Warn("realtime: reading remote signals failed", "err", err)
+			}
+			h.mu.Lock()
+			if t := h.topics[k]; t != nil {
+				t.fetching = false
+			}
+			h.mu.Unlock()
+			return
+		}
+		h.fanout(k, sigs)
+	}
+}
+
+// subscribe registers a stream of a conversation for userID.
+func (h *Hub) subscribe(botID, conversationID, userID string) *Subscription {
+	s := &Subscription{hub: h, key: topicKey{botID, conversationID}, userID: userID,
+		c: make(chan *item, h.opts.Buffer), done: make(chan struct{})}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		s.drop(reasonShutdown)
+		return s
+	}
+	t := h.topics[s.key]
+	if t == nil {
+		t = &topic{subs: map[*Subscription]struct{}{}}
+		h.topics[s.key] = t
+	}
+	t.subs[s] = struct{}{}
+	return s
+}
+
+func (h *Hub) unsubscribe(s *Subscription) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if t := h.topics[s.key]; t != nil {
+		delete(t.subs, s)
+		if len(t.subs) == 0 {
+			delete(h.topics, s.key)
+		}
+	}
+}
+
+// Subscribers counts the open streams of a conversation (for tests and
+// metrics).
+func (h *Hub) Subscribers(botID, conversationID string) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if t := h.topics[topicKey{botID, conversationID}]; t != nil {
+		return len(t.subs)
+	}
+	return 0
+}
+
+// Why a subscription ended.
+const (
+	reasonNone = iota
+	reasonSlow
+	reasonShutdown
+	reasonGone
+	reasonClosed
+)
+
+// Subscription is one stream's registration. Signals arrive on c; done is
+// closed when the hub drops it.
+type Subscription struct {
+	hub    *Hub
+	key    topicKey
+	userID string
+	c      chan *item
+	done   chan struct{}
+	once   sync.Once
+	reason int // set before done is closed
+}
+
+// offer queues it without blocking; false means the buffer is full.
+func (s *Subscription) offer(it *item) bool {
+	select {
+	case <-s.done:
+		return true
+	default:
+	}
+	select {
+	case s.c <- it:
+		return true
+	default:
+		return false
+	}
+}
+
+func (s *Subscription) drop(reason int) {
+	s.once.Do(func() {
+		s.reason = reason
+		close(s.done)
+	})
+}
+
+// Close unregisters the subscription.
+func (s *Subscription) Close() {
+	s.hub.unsubscribe(s)
+	s.drop(reasonClosed)
+}

@@ -1,0 +1,83 @@
+package runtime
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/parley-bots/parley/internal/model"
+)
+
+// fakeHost is an in-memory Host: messages stored in a slice.
+type fakeHost struct {
+	mu       sync.Mutex
+	messages []map[string]any
+	events   []map[string]any
+	n        int
+}
+
+func newFakeHost() *fakeHost { return &fakeHost{} }
+
+func (h *fakeHost) CreateMessage(ctx context.Context, conv string, payload, metadata map[string]any, tags map[string]string) (map[string]any, error) {
+	if t, _ := payload["type"].(string); t == "" {
+		return nil, model.Invalid("payload.type is required")
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.n++
+	m := map[string]any{"id": fmt.Sprintf("msg_%d", h.n), "createdAt": "2025-03-01T10:00:00.000Z", "payload": payload, "userId": "bot", "conversationId": conv}
+	if metadata != nil {
+		m["metadata"] = metadata
+	}
+	h.messages = append(h.messages, m)
+	return m, nil
+}
+
+func (h *fakeHost) CreateEvent(ctx context.Context, conv string, payload map[string]any) (map[string]any, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.n++
+	ev := map[string]any{"id": fmt.Sprintf("evt_%d", h.n), "createdAt": "2025-03-01T10:00:00.000Z", "payload": payload, "userId": "bot", "conversationId": conv}
+	h.events = append(h.events, ev)
+	return ev, nil
+}
+
+func (h *fakeHost) GetMessage(ctx context.Context, id string) (map[string]any, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, m := range h.messages {
+		if m["id"] == id {
+			return m, nil
+		}
+	}
+	return nil, model.NotFound("Message")
+}
+
+func (h *fakeHost) ListMessages(ctx context.Context, conv, next string) ([]map[string]any, string, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []map[string]any
+	for _, m := range h.messages {
+		if m["conversationId"] == conv {
+			out = append(out, m)
+		}
+	}
+	return out, "", nil
+}
+
+func (h *fakeHost) GetUser(ctx context.Context, id string) (map[string]any, error) {
+	if id == "boom" {
+		return nil, fmt.Errorf("database is on fire")
+	}
+	return map[string]any{"id": id, "createdAt": "2025-03-01T10:00:00.000Z", "updatedAt": "2025-03-01T10:00:00.000Z"}, nil
+}
+
+func (h *fakeHost) GetConversation(ctx context.Context, id string) (map[string]any, error) {
+	return map[string]any{"id": id, "createdAt": "2025-03-01T10:00:00.000Z", "updatedAt": "2025-03-01T10:00:00.000Z"}, nil
+}
+
+func (h *fakeHost) sent() []map[string]any {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]map[string]any(nil), h.messages...)
+}

@@ -1,0 +1,775 @@
+package runtime
+
+import (
+	"bytes"
+	"context"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/dop251/goja"
+
+	"github.com/parley-bots/parley/internal/model"
+)
+
+//go:embed prelude.js
+var preludeSource string
+
+// preludeProgram is compiled once; a *goja.Program is safe to run in many
+// runtimes.
+var preludeProgram = goja.MustCompile("prelude.js", preludeSource, true)
+
+// instance is one goja runtime with a bot version's code evaluated in it.
+// It is used by one turn at a time.
+type instance struct {
+	e         *Engine
+	vm        *goja.Runtime
+	turnFn    goja.Callable
+	stringify goja.Callable
+	parse     goja.Callable
+	date      *goja.Object // captured before bot code could replace them
+	errCtor   *goja.Object
+	typeErr   *goja.Object
+	t         *turn // the running turn; nil when idle
+}
+
+var errInit = &interruption{problem: &Problem{Code: ProblemTimeout}}
+
+// newInstance creates a runtime, installs the API and evaluates the code's
+// top level within the init budget. Errors are 400s with line and column.
+func (e *Engine) newInstance(p *program) (*instance, error) {
+	vm := goja.New()
+	vm.SetMaxCallStackSize(e.opts.MaxCallStackSize)
+	in := &instance{e: e, vm: vm}
+	jsonObj := vm.Get("JSON").ToObject(vm)
+	in.stringify, _ = goja.AssertFunction(jsonObj.Get("stringify"))
+	in.parse, _ = goja.AssertFunction(jsonObj.Get("parse"))
+	in.date = vm.Get("Date").ToObject(vm)
+	in.errCtor = vm.Get("Error").ToObject(vm)
+	in.typeErr = vm.Get("TypeError").ToObject(vm)
+
+	natives := vm.NewObject()
+	for name, f := range map[string]func(goja.FunctionCall) goja.Value{
+		"log":             in.nativeLog,
+		"refresh":         in.nativeRefresh,
+		"outgoingEvent":   in.nativeOutgoingEvent,
+		"createMessage":   in.nativeCreateMessage,
+		"createEvent":     in.nativeCreateEvent,
+		"getMessage":      in.nativeGet("client.getMessage", Host.GetMessage),
+		"getUser":         in.nativeGet("client.getUser", Host.GetUser),
+		"getConversation": in.nativeGet("client.getConversation", Host.GetConversation),
+		"listMessages":    in.nativeListMessages,
+	} {
+		_ = natives.Set(name, f)
+	}
+	limits := vm.NewObject()
+	_ = limits.Set("maxStringLength", e.opts.MaxStringLength)
+
+	pv, err := vm.RunProgram(preludeProgram)
+	if err != nil {
+		return nil, fmt.Errorf("runtime: prelude: %w", err)
+	}
+	preludeFn, _ := goja.AssertFunction(pv)
+	apiV, err := preludeFn(goja.Undefined(), natives, limits)
+	if err != nil {
+		return nil, fmt.Errorf("runtime: prelude: %w", err)
+	}
+	api := apiV.ToObject(vm)
+	_ = vm.Set("bot", api.Get("bot"))
+	_ = vm.Set("console", api.Get("console"))
+	in.turnFn, _ = goja.AssertFunction(api.Get("turn"))
+	lock, _ := goja.AssertFunction(api.Get("lock"))
+
+	timer := time.AfterFunc(e.opts.InitTimeout, func() { vm.Interrupt(errInit) })
+	_, err = vm.RunProgram(p.prog)
+	if !timer.Stop() {
+		return nil, codeError(fmt.Sprintf("the top level did not finish within %s", e.opts.InitTimeout), 0, 0)
+	}
+	if err != nil {
+		return nil, topLevelError(err)
+	}
+	if _, err := lock(goja.Undefined()); err != nil {
+		return nil, fmt.Errorf("runtime: lock: %w", err)
+	}
+	vm.SetPromiseRejectionTracker(in.trackRejection)
+	return in, nil
+}
+
+// topLevelError reports an exception of the code's top level as a 400 with
+// the position of the innermost frame in the bot's code.
+func topLevelError(err error) error {
+	var ex *goja.Exception
+	if !errors.As(err, &ex) {
+		return codeError(err.Error(), 0, 0)
+	}
+	msg := ex.Value().String()
+	for _, f := range ex.Stack() {
+		if f.SrcName() == "bot.js" {
+			pos := f.Position()
+			return codeError(msg, pos.Line, pos.Column)
+		}
+	}
+	return codeError(msg, 0, 0)
+}
+
+func (in *instance) trackRejection(p *goja.Promise, op goja.PromiseRejectionOperation) {
+	t := in.t
+	if t == nil {
+		return
+	}
+	if op == goja.PromiseRejectionReject {
+		t.rejected = append(t.rejected, p)
+	} else if i := slices.Index(t.rejected, p); i >= 0 {
+		t.rejected = slices.Delete(t.rejected, i, i+1)
+	}
+}
+
+// turn is the state of one RunTurn.
+type turn struct {
+	e      *Engine
+	in     *TurnInput
+	res    *TurnResult
+	inst   *instance
+	parent context.Context // the caller's
+	ctx    context.Context // the caller's, bounded by the time budget
+
+	started   time.Time // for the watchdog
+	killed    bool      // set by the watchdog, under its lock
+	aborted   *interruption
+	rejected  []*goja.Promise
+	dropped   int // log lines over the limit
+	hostCalls int
+	problems  int
+}
+
+// run executes the turn in t.inst and reports whether the runtime may be
+// reused.
+func (t *turn) run() bool {
+	in := t.inst
+	vm := in.vm
+	in.t = t
+	ev := &t.in.Event
+
+	state := vm.NewObject()
+	raws := [3]json.RawMessage{t.in.States.User, t.in.States.Conversation, t.in.States.Bot}
+	for i, name := range stateNames {
+		_ = state.Set(name, in.parseState(raws[i]))
+	}
+	isMessage := ev.MessageID != ""
+	ret, err := in.turnFn(goja.Undefined(), vm.ToValue(isMessage), in.eventObject(ev, state),
+		in.toJSOrUndefined(t.in.Message), in.toJSOrUndefined(t.in.User), in.toJSOrUndefined(t.in.Conversation), state)
+	defer t.flushDropped()
+	if err != nil {
+		t.failErr(err)
+		return false
+	}
+	p, _ := ret.Export().(*goja.Promise)
+	if p == nil {
+		t.fail(&Problem{Code: ProblemInternal, Title: "Internal error", Description: "turn did not return a promise"})
+		return false
+	}
+	switch p.State() {
+	case goja.PromiseStateRejected:
+		t.fail(&Problem{Code: ProblemUncaught, Title: "Uncaught error in bot code", Description: in.describe(p.Result())})
+		return false
+	case goja.PromiseStatePending:
+		t.fail(&Problem{Code: ProblemPending, Title: "A handler never finished",
+			Description: "a handler awaited a promise that nothing can settle (there are no timers or I/O in bot code)"})
+		return false
+	}
+	if len(t.rejected) > 0 {
+		t.fail(&Problem{Code: ProblemRejection, Title: "Unhandled promise rejection", Description: in.describe(t.rejected[0].Result())})
+		return false
+	}
+	t.res.Stopped = p.Result().ToBoolean()
+	return t.collectStates(state)
+}
+
+var stateNames = [3]string{"user", "conversation", "bot"}
+
+// collectStates serializes the three states, checks them and keeps those
+// whose JSON changed.
+func (t *turn) collectStates(state *goja.Object) bool {
+	in := t.inst
+	raws := [3]json.RawMessage{t.in.States.User, t.in.States.Conversation, t.in.States.Bot}
+	var out [3]json.RawMessage
+	for i, name := range stateNames {
+		v := state.Get(name)
+		var s string
+		switch {
+		case v == nil || goja.IsUndefined(v) || goja.IsNull(v):
+			s = "{}"
+		default:
+			o, ok := v.(*goja.Object)
+			if !ok || o.ClassName() == "Array" || o.ClassName() == "Function" {
+				t.fail(&Problem{Code: ProblemInvalidState, Title: "Invalid state", Description: "state." + name + " must be a plain object"})
+				return true
+			}
+			j, err := in.stringify(goja.Undefined(), v)
+			if err != nil {
+				t.failErr(err)
+				return false
+			}
+			s = j.String()
+		}
+		if len(s) > t.e.opts.MaxStateBytes {
+			t.fail(&Problem{Code: ProblemStateTooLarge, Title: "State too large",
+				Description: fmt.Sprintf("state.%s is %d bytes of JSON; the limit is %d", name, len(s), t.e.opts.MaxStateBytes)})
+			return true
+		}
+		if !sameJSON(raws[i], s) {
+			out[i] = json.RawMessage(s)
+		}
+	}
+	t.res.States = States{User: out[0], Conversation: out[1], Bot: out[2]}
+	return true
+}
+
+// sameJSON reports whether stored state old serializes to s. A stored
+// value written by us is already compact; anything else is compacted.
+func sameJSON(old json.RawMessage, s string) bool {
+	if len(old) == 0 || string(old) == "null" {
+		return s == "{}"
+	}
+	if string(old) == s {
+		return true
+	}
+	var b bytes.Buffer
+	if json.Compact(&b, old) != nil {
+		return false
+	}
+	return b.String() == s
+}
+
+func (in *instance) parseState(raw json.RawMessage) goja.Value {
+	if len(raw) == 0 {
+		return in.vm.NewObject()
+	}
+	v, err := in.parse(goja.Undefined(), in.vm.ToValue(string(raw)))
+	if o, ok := v.(*goja.Object); err != nil || !ok || o.ClassName() != "Object" {
+		return in.vm.NewObject() // a corrupt stored state starts afresh
+	}
+	return v
+}
+
+// fail ends the turn with a bot problem, logged as an error line.
+func (t *turn) fail(p *Problem) {
+	if t.res.Problem != nil {
+		return
+	}
+	t.res.Problem = p
+	t.res.States = States{}
+	t.problems++
+	msg := p.Title
+	if p.Description != "" {
+		msg += ": " + p.Description
+	}
+	t.addLog("error", t.e.truncate(msg))
+}
+
+// failErr classifies an error returned by a call into the runtime.
+func (t *turn) failErr(err error) {
+	var ie *goja.InterruptedError
+	if errors.As(err, &ie) {
+		ir, _ := ie.Value().(*interruption)
+		if t.aborted != nil {
+			ir = t.aborted
+		}
+		switch {
+		case ir == nil:
+			t.fail(&Problem{Code: ProblemInternal, Title: "Internal error", Description: ie.Error()})
+		case ir.err != nil:
+			t.res.Err = ir.err
+			t.res.States = States{}
+		case ir == errDeadline:
+			budget := t.in.Timeout
+			if budget <= 0 {
+				budget = t.e.opts.DefaultTimeout
+			}
+			budget = min(budget, t.e.opts.MaxTimeout)
+			t.fail(&Problem{Code: ProblemTimeout, Title: ir.problem.Title,
+				Description: fmt.Sprintf("the turn ran longer than its budget of %s and was stopped%s", budget, where(ie.Stack()))})
+		default:
+			p := *ir.problem
+			if ir == errMemory {
+				p.Description += where(ie.Stack())
+			}
+			t.fail(&p)
+		}
+		return
+	}
+	var ex *goja.Exception
+	if errors.As(err, &ex) {
+		t.fail(&Problem{Code: ProblemUncaught, Title: "Uncaught error in bot code", Description: t.inst.describe(ex.Value())})
+		return
+	}
+	t.fail(&Problem{Code: ProblemUncaught, Title: "Uncaught error in bot code", Description: err.Error()})
+}
+
+func where(stack []goja.StackFrame) string {
+	for _, f := range stack {
+		if f.SrcName() == "bot.js" {
+			p := f.Position()
+			return fmt.Sprintf(" at line %d column %d", p.Line, p.Column)
+		}
+	}
+	return ""
+}
+
+// describe renders a thrown value: its stack when it is an Error.
+func (in *instance) describe(v goja.Value) string {
+	if o, ok := v.(*goja.Object); ok {
+		if s := o.Get("stack"); s != nil && !goja.IsUndefined(s) {
+			return in.e.truncate(s.String())
+		}
+	}
+	if v == nil {
+		return "undefined"
+	}
+	return in.e.truncate(v.String())
+}
+
+func (e *Engine) truncate(s string) string {
+	max := e.opts.MaxLogLineBytes
+	if len(s) <= max {
+		return s
+	}
+	cut := max
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
+}
+
+func (t *turn) addLog(level, msg string) {
+	ev := &t.in.Event
+	t.res.Logs = append(t.res.Logs, model.LogEntry{
+		BotID: t.in.BotID, Time: time.Now().UTC(), Level: level, Message: msg,
+		ConversationID: ev.ConversationID, UserID: ev.UserID, EventID: ev.ID,
+	})
+}
+
+func (t *turn) flushDropped() {
+	if t.dropped > 0 {
+		t.addLog("warn", fmt.Sprintf("%d log lines dropped: at most %d are kept per turn", t.dropped, t.e.opts.MaxLogLines))
+	}
+}
+
+// abort ends the turn from inside a native function: the interrupt cannot
+// be caught by bot code.
+func (in *instance) abort(ir *interruption) goja.Value {
+	in.t.aborted = ir
+	in.vm.Interrupt(ir)
+	return goja.Undefined()
+}
+
+func (in *instance) throwType(format string, args ...any) {
+	o, _ := in.vm.New(in.typeErr, in.vm.ToValue(fmt.Sprintf(format, args...)))
+	panic(o)
+}
+
+// hostError turns a Host failure into a JS exception (a *model.Error) or an
+// abort of the turn (anything else).
+func (in *instance) hostError(err error) goja.Value {
+	t := in.t
+	var me *model.Error
+	if errors.As(err, &me) {
+		o, _ := in.vm.New(in.errCtor, in.vm.ToValue(me.Message))
+		_ = o.Set("type", string(me.Type))
+		panic(o)
+	}
+	switch {
+	case t.parent.Err() != nil:
+		return in.abort(&interruption{err: t.parent.Err()})
+	case t.ctx.Err() != nil:
+		return in.abort(errDeadline)
+	}
+	return in.abort(&interruption{err: fmt.Errorf("runtime: host: %w", err)})
+}
+
+func (in *instance) current(what string) *turn {
+	if in.t == nil {
+		o, _ := in.vm.New(in.errCtor, in.vm.ToValue(what+" can only be used while a turn runs"))
+		panic(o)
+	}
+	return in.t
+}
+
+// countCall enforces the per-turn cap on host calls.
+func (in *instance) countCall() bool {
+	t := in.t
+	t.hostCalls++
+	if t.hostCalls > in.e.opts.MaxHostCalls {
+		in.abort(&interruption{problem: &Problem{Code: ProblemOutputTooLarge, Title: "Output too large",
+			Description: fmt.Sprintf("more than %d client calls in one turn", in.e.opts.MaxHostCalls)}})
+		return false
+	}
+	return true
+}
+
+// encodeObject turns a JS value into a JSON object (a fresh Go map) through
+// JSON.stringify, so what reaches the Host is exactly what JSON would carry
+// and bot code keeps no reference into it. Over max bytes the turn ends.
+func (in *instance) encodeObject(v goja.Value, what string, max int) (map[string]any, bool) {
+	o, ok := v.(*goja.Object)
+	if !ok || o.ClassName() == "Array" || o.ClassName() == "Function" {
+		in.throwType("%s must be an object", what)
+	}
+	j, err := in.stringify(goja.Undefined(), v)
+	if err != nil {
+		var ex *goja.Exception
+		if errors.As(err, &ex) && !isInterrupt(err) {
+			panic(ex.Value())
+		}
+		panic(err)
+	}
+	s := j.String()
+	if len(s) > max {
+		in.abort(&interruption{problem: &Problem{Code: ProblemOutputTooLarge, Title: "Output too large",
+			Description: fmt.Sprintf("%s is %d bytes of JSON; the limit is %d", what, len(s), max)}})
+		return nil, false
+	}
+	var m map[string]any
+	if err := json.Unmarshal([]byte(s), &m); err != nil || m == nil {
+		in.throwType("%s must be a JSON object", what)
+	}
+	return m, true
+}
+
+func isInterrupt(err error) bool {
+	var ie *goja.InterruptedError
+	return errors.As(err, &ie)
+}
+
+func defined(v goja.Value) bool { return v != nil && !goja.IsUndefined(v) && !goja.IsNull(v) }
+
+func (in *instance) stringArg(v goja.Value, what string) string {
+	if s, ok := v.Export().(string); ok && s != "" {
+		return s
+	}
+	in.throwType("%s must be a non-empty string", what)
+	return ""
+}
+
+func (in *instance) tagsArg(v goja.Value) map[string]string {
+	if !defined(v) {
+		return nil
+	}
+	m, ok := in.encodeObject(v, "tags", in.e.opts.MaxPayloadBytes)
+	if !ok {
+		return nil
+	}
+	out := make(map[string]string, len(m))
+	for k, x := range m {
+		s, ok := x.(string)
+		if !ok {
+			in.throwType("tags.%s must be a string", k)
+		}
+		out[k] = s
+	}
+	return out
+}
+
+// nativeLog formats console.* and logger.* arguments like console.log:
+// strings as they are, errors by their stack, other values as JSON.
+func (in *instance) nativeLog(call goja.FunctionCall) goja.Value {
+	t := in.current("console")
+	if len(t.res.Logs)-t.problems >= in.e.opts.MaxLogLines {
+		t.dropped++
+		return goja.Undefined()
+	}
+	level := call.Argument(0).String()
+	args := call.Argument(1).ToObject(in.vm)
+	n := int(args.Get("length").ToInteger())
+	var b strings.Builder
+	for i := 0; i < n && b.Len() <= in.e.opts.MaxLogLineBytes; i++ {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(in.format(args.Get(strconv.Itoa(i))))
+	}
+	t.addLog(level, in.e.truncate(b.String()))
+	return goja.Undefined()
+}
+
+func (in *instance) format(v goja.Value) string {
+	o, ok := v.(*goja.Object)
+	if !ok {
+		if v == nil {
+			return "undefined"
+		}
+		return v.String()
+	}
+	if s := o.Get("stack"); s != nil && !goja.IsUndefined(s) {
+		return s.String()
+	}
+	if o.ClassName() != "Function" {
+		if j, err := in.stringify(goja.Undefined(), o); err == nil && !goja.IsUndefined(j) {
+			return j.String()
+		} else if isInterrupt(err) {
+			panic(err)
+		}
+	}
+	return o.String()
+}
+
+// nativeRefresh recomputes event.type and event.preview after a
+// before_incoming_message hook, which may have changed event.payload.
+func (in *instance) nativeRefresh(call goja.FunctionCall) goja.Value {
+	ev := call.Argument(0).ToObject(in.vm)
+	p, ok := ev.Get("payload").(*goja.Object)
+	if !ok || p.ClassName() != "Object" {
+		in.throwType("event.payload must be an object")
+	}
+	m, _ := p.Export().(map[string]any)
+	if typ, ok := m["type"].(string); ok {
+		_ = ev.Set("type", typ)
+	}
+	_ = ev.Set("preview", Preview(m))
+	return goja.Undefined()
+}
+
+// nativeOutgoingEvent builds the event a before_outgoing_message hook sees.
+func (in *instance) nativeOutgoingEvent(call goja.FunctionCall) goja.Value {
+	t := in.current("client.createMessage")
+	conv := in.stringArg(call.Argument(0), "conversationId")
+	payload, ok := in.encodeObject(call.Argument(1), "payload", in.e.opts.MaxPayloadBytes)
+	if !ok {
+		return goja.Undefined()
+	}
+	tags := in.tagsArg(call.Argument(2))
+	turnEv := &t.in.Event
+	ev := Event{
+		BotID: t.in.BotID, ConversationID: conv, CreatedOn: model.Now(), Direction: model.DirectionOutgoing,
+		ID: model.NewID(), Integration: turnEv.Integration, Payload: payload, Preview: Preview(payload),
+	}
+	ev.Type, _ = payload["type"].(string)
+	if conv == turnEv.ConversationID {
+		ev.UserID = turnEv.UserID
+		if turnEv.Tags != nil {
+			ev.Tags = NewTags(turnEv.Tags.Conversation, tags, turnEv.Tags.User)
+		}
+	}
+	if ev.Tags == nil {
+		ev.Tags = NewTags(nil, tags, nil)
+	}
+	return in.eventObject(&ev, call.Argument(3))
+}
+
+func (in *instance) nativeCreateMessage(call goja.FunctionCall) goja.Value {
+	t := in.current("client.createMessage")
+	conv := in.stringArg(call.Argument(0), "conversationId")
+	payload, ok := in.encodeObject(call.Argument(1), "payload", in.e.opts.MaxPayloadBytes)
+	if !ok {
+		return goja.Undefined()
+	}
+	var metadata map[string]any
+	if v := call.Argument(2); defined(v) {
+		if metadata, ok = in.encodeObject(v, "metadata", in.e.opts.MaxPayloadBytes); !ok {
+			return goja.Undefined()
+		}
+	}
+	tags := in.tagsArg(call.Argument(3))
+	if !in.countCall() {
+		return goja.Undefined()
+	}
+	msg, err := t.in.Host.CreateMessage(t.ctx, conv, payload, metadata, tags)
+	if err != nil {
+		return in.hostError(err)
+	}
+	return in.toJS(msg)
+}
+
+func (in *instance) nativeCreateEvent(call goja.FunctionCall) goja.Value {
+	t := in.current("client.createEvent")
+	conv := in.stringArg(call.Argument(0), "conversationId")
+	payload, ok := in.encodeObject(call.Argument(1), "payload", in.e.opts.MaxPayloadBytes)
+	if !ok || !in.countCall() {
+		return goja.Undefined()
+	}
+	ev, err := t.in.Host.CreateEvent(t.ctx, conv, payload)
+	if err != nil {
+		return in.hostError(err)
+	}
+	return in.toJS(ev)
+}
+
+func (in *instance) nativeGet(what string, get func(Host, context.Context, string) (map[string]any, error)) func(goja.FunctionCall) goja.Value {
+	return func(call goja.FunctionCall) goja.Value {
+		t := in.current(what)
+		id := in.stringArg(call.Argument(0), what+": id")
+		if !in.countCall() {
+			return goja.Undefined()
+		}
+		v, err := get(t.in.Host, t.ctx, id)
+		if err != nil {
+			return in.hostError(err)
+		}
+		return in.toJS(v)
+	}
+}
+
+func (in *instance) nativeListMessages(call goja.FunctionCall) goja.Value {
+	t := in.current("client.listMessages")
+	conv := in.stringArg(call.Argument(0), "conversationId")
+	var token string
+	if v := call.Argument(1); defined(v) {
+		token = v.String()
+	}
+	if !in.countCall() {
+		return goja.Undefined()
+	}
+	msgs, next, err := t.in.Host.ListMessages(t.ctx, conv, token)
+	if err != nil {
+		return in.hostError(err)
+	}
+	arr := make([]any, len(msgs))
+	for i, m := range msgs {
+		arr[i] = m
+	}
+	meta := map[string]any{}
+	if next != "" {
+		meta["nextToken"] = next
+	}
+	return in.toJS(map[string]any{"messages": arr, "meta": meta})
+}
+
+// eventObject builds the JS event: the SPEC's fields in the SPEC's order,
+// optional ones only when set, createdOn a Date, state the turn's state
+// object. It is a fresh object each time, so bot code cannot reach the
+// Go-side event through it.
+func (in *instance) eventObject(ev *Event, state goja.Value) *goja.Object {
+	vm := in.vm
+	o := vm.NewObject()
+	set := func(k string, v any) { _ = o.Set(k, v) }
+	set("botId", ev.BotID)
+	if ev.ConversationID != "" {
+		set("conversationId", ev.ConversationID)
+	}
+	d, _ := vm.New(in.date, vm.ToValue(ev.CreatedOn.UnixMilli()))
+	set("createdOn", d)
+	dir := ev.Direction
+	if dir == "" {
+		dir = model.DirectionIncoming
+	}
+	set("direction", dir)
+	set("id", ev.ID)
+	if ev.Integration != "" {
+		set("integration", ev.Integration)
+	}
+	if ev.KB != nil {
+		set("kb", in.toJS(ev.KB))
+	}
+	if ev.MessageID != "" {
+		set("messageId", ev.MessageID)
+	}
+	set("payload", in.toJS(ev.Payload))
+	set("preview", ev.Preview)
+	set("state", state)
+	if ev.Tags != nil {
+		tags := vm.NewObject()
+		_ = tags.Set("conversation", in.stringMap(ev.Tags.Conversation))
+		_ = tags.Set("message", in.stringMap(ev.Tags.Message))
+		_ = tags.Set("user", in.stringMap(ev.Tags.User))
+		set("tags", tags)
+	}
+	if ev.Trigger != nil {
+		set("trigger", in.toJS(ev.Trigger))
+	}
+	set("type", ev.Type)
+	if ev.UserID != "" {
+		set("userId", ev.UserID)
+	}
+	return o
+}
+
+func (in *instance) stringMap(m map[string]string) *goja.Object {
+	o := in.vm.NewObject()
+	for _, k := range sortedKeys(m) {
+		_ = o.Set(k, m[k])
+	}
+	return o
+}
+
+func (in *instance) toJSOrUndefined(m map[string]any) goja.Value {
+	if m == nil {
+		return goja.Undefined()
+	}
+	return in.toJS(m)
+}
+
+// toJS copies JSON-shaped Go data into fresh native JS values. goja's
+// ToValue would wrap maps and slices live, letting bot code write into Go
+// memory; this never does. Keys are sorted for deterministic output.
+func (in *instance) toJS(v any) goja.Value {
+	vm := in.vm
+	switch x := v.(type) {
+	case nil:
+		return goja.Null()
+	case string:
+		return vm.ToValue(x)
+	case bool:
+		return vm.ToValue(x)
+	case float64:
+		return vm.ToValue(x)
+	case int:
+		return vm.ToValue(x)
+	case int64:
+		return vm.ToValue(x)
+	case json.Number:
+		f, _ := x.Float64()
+		return vm.ToValue(f)
+	case time.Time:
+		return vm.ToValue(model.FormatTime(x))
+	case map[string]any:
+		o := vm.NewObject()
+		if x == nil {
+			return o
+		}
+		for _, k := range sortedKeys(x) {
+			_ = o.Set(k, in.toJS(x[k]))
+		}
+		return o
+	case map[string]string:
+		return in.stringMap(x)
+	case []any:
+		items := make([]any, len(x))
+		for i, it := range x {
+			items[i] = in.toJS(it)
+		}
+		return vm.NewArray(items...)
+	case []map[string]any:
+		items := make([]any, len(x))
+		for i, it := range x {
+			items[i] = in.toJS(it)
+		}
+		return vm.NewArray(items...)
+	case json.RawMessage:
+		v, err := in.parse(goja.Undefined(), vm.ToValue(string(x)))
+		if err != nil {
+			return goja.Null()
+		}
+		return v
+	default:
+		j, err := json.Marshal(x)
+		if err != nil {
+			return goja.Null()
+		}
+		return in.toJS(json.RawMessage(j))
+	}
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	slices.Sort(ks)
+	return ks
+}

@@ -1,0 +1,50 @@
+package runtime
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+)
+
+func TestProbe(t *testing.T) {
+	e := New(Options{})
+	for i, body := range []string{
+		`while(true){}`,
+		`'x'.repeat(1e9)`,
+		`new Array(1e9).fill(0)`,
+		`new Array(2**32-1).join('x')`,
+		`new ArrayBuffer(1e10)`,
+		`new Uint8Array(2e9)`,
+		`function f(){return f()} f()`,
+		`console.log(typeof require, typeof process, typeof fetch, typeof setTimeout, typeof module, typeof exports, typeof globalThis.Deno)`,
+		`console.log(Function('return typeof require')(), eval('typeof process'))`,
+		`await new Promise(()=>{})`,
+		`Promise.reject(new Error('floating'))`,
+		`await Promise.reject(new Error('awaited'))`,
+		`throw new Error('sync')`,
+		`const a=[]; for(let i=0;i<1e6;i++) a.push(i); console.log(a.length)`,
+		`let o={}; for(let i=0;i<1e5;i++) o={a:o}; JSON.stringify(o)`,
+		`Array.from({length: 1e9})`,
+		`const s = 'x'.repeat(1<<23); let t = s; for(;;) t = t + s`,
+		`await client.getUser({id:'boom'})`,
+		`try { await client.createMessage({payload:{}}) } catch(e) { console.log('caught', e.message, e.type) }`,
+	} {
+		code := `bot.on.message('*', async ({client, event}) => {` + body + `})`
+		st := time.Now()
+		res := e.RunTurn(context.Background(), TurnInput{BotID: "b", VersionID: fmt.Sprint("v", i), Code: code, Timeout: 300 * time.Millisecond,
+			Event: Event{BotID: "b", ConversationID: "c", ID: "e", MessageID: "m", Payload: map[string]any{"type": "text", "text": "x"}, Type: "text"}, Host: newFakeHost()})
+		var logs []string
+		for _, l := range res.Logs {
+			logs = append(logs, l.Level+": "+trunc(l.Message))
+		}
+		fmt.Printf("%2d %-40.40s %8s problem=%v err=%v logs=%q\n", i, body, time.Since(st).Round(time.Millisecond), res.Problem != nil && true, res.Err, logs)
+	}
+}
+
+func trunc(s string) string {
+	if len(s) > 150 {
+		return s[:150]
+	}
+	return s
+}

@@ -1,0 +1,75 @@
+// Package sqlite opens Parley's store on an SQLite file (pure Go driver).
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/parley-bots/parley/internal/store"
+	"github.com/parley-bots/parley/internal/store/sqlstore"
+)
+
+// Dialect is SQLite's sqlstore dialect.
+var Dialect = sqlstore.Dialect{Name: "sqlite", Classify: classify}
+
+// Open opens (creating if needed) the database file at path and migrates it.
+//
+// WAL lets readers run beside the writer; busy_timeout makes writers wait
+// for the lock instead of failing; _txlock=immediate takes the write lock at
+// BEGIN, so a transaction never has to upgrade a read lock (the upgrade
+// fails with SQLITE_BUSY at once, without waiting).
+func Open(ctx context.Context, path string) (store.DB, error) {
+	if path == "" || path == ":memory:" || strings.Contains(path, "?") {
+		return nil, fmt.Errorf("sqlite: need a plain file path, got %q", path)
+	}
+	q := url.Values{}
+	q.Set("_busy_timeout", "30000")
+	q.Set("_journal_mode", "WAL")
+	q.Set("_foreign_keys", "1")
+	q.Set("_synchronous", "NORMAL")
+	q.Set("_txlock", "immediate")
+	db, err := sql.Open("sqlite", path+"?"+q.Encode())
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: %w", err)
+	}
+	if err := db.PingContext(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+	}
+	s := sqlstore.New(db, Dialect)
+	if err := s.Migrate(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("sqlite: migrate: %w", err)
+	}
+	return s, nil
+}
+
+func classify(err error) sqlstore.Violation {
+	var e *sqlite.Error
+	if !errors.As(err, &e) {
+		return sqlstore.NoViolation
+	}
+	switch e.Code() {
+	case sqlite3.SQLITE_CONSTRAINT_UNIQUE, sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY:
+		return sqlstore.UniqueViolation
+	case sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY:
+		return sqlstore.ForeignKeyViolation
+	}
+	// Without extended codes, fall back on the message.
+	if e.Code()&0xff == sqlite3.SQLITE_CONSTRAINT {
+		switch msg := e.Error(); {
+		case strings.Contains(msg, "UNIQUE constraint"), strings.Contains(msg, "PRIMARY KEY constraint"):
+			return sqlstore.UniqueViolation
+		case strings.Contains(msg, "FOREIGN KEY constraint"):
+			return sqlstore.ForeignKeyViolation
+		}
+	}
+	return sqlstore.NoViolation
+}

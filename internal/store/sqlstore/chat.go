@@ -1,0 +1,385 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/parley-bots/parley/internal/model"
+	"github.com/parley-bots/parley/internal/store"
+)
+
+type chat struct{ s *Store }
+
+// ---- users
+
+const userCols = `bot_id, id, name, picture_url, profile, created_at, updated_at`
+
+func scanUser(r scanner) (*model.ChatUser, error) {
+	var u model.ChatUser
+	var c, up int64
+	if err := r.Scan(&u.BotID, &u.ID, &u.Name, &u.PictureURL, &u.Profile, &c, &up); err != nil {
+		return nil, err
+	}
+	u.CreatedAt, u.UpdatedAt = fromMS(c), fromMS(up)
+	return &u, nil
+}
+
+func (r chat) CreateUser(ctx context.Context, u *model.ChatUser) error {
+	newID(&u.ID)
+	stamp(&u.CreatedAt, model.Now())
+	stamp(&u.UpdatedAt, u.CreatedAt)
+	_, err := r.s.exec(ctx, `INSERT INTO chat_users (`+userCols+`) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+		u.BotID, u.ID, u.Name, u.PictureURL, u.Profile, ms(u.CreatedAt), ms(u.UpdatedAt))
+	return r.s.fail(err, "user")
+}
+
+func (r chat) GetUser(ctx context.Context, botID, id string) (*model.ChatUser, error) {
+	return one(ctx, r.s, "user", scanUser, `SELECT `+userCols+` FROM chat_users WHERE bot_id = ? AND id = ?`, botID, id)
+}
+
+func (r chat) UpdateUser(ctx context.Context, u *model.ChatUser) error {
+	stamp(&u.UpdatedAt, model.Now())
+	return r.s.execOne(ctx, "user", `UPDATE chat_users SET name = ?, picture_url = ?, profile = ?, updated_at = ? WHERE bot_id = ? AND id = ?`,
+		u.Name, u.PictureURL, u.Profile, ms(u.UpdatedAt), u.BotID, u.ID)
+}
+
+// DeleteUser removes the user and (by cascade) their participations.
+func (r chat) DeleteUser(ctx context.Context, botID, id string) error {
+	return r.s.execOne(ctx, "user", `DELETE FROM chat_users WHERE bot_id = ? AND id = ?`, botID, id)
+}
+
+// ---- conversations
+
+const convCols = `bot_id, id, owner_id, created_at, updated_at`
+
+func scanConv(r scanner) (*model.Conversation, error) {
+	var c model.Conversation
+	var cr, up int64
+	if err := r.Scan(&c.BotID, &c.ID, &c.OwnerID, &cr, &up); err != nil {
+		return nil, err
+	}
+	c.CreatedAt, c.UpdatedAt = fromMS(cr), fromMS(up)
+	return &c, nil
+}
+
+func (r chat) CreateConversation(ctx context.Context, c *model.Conversation) error {
+	newID(&c.ID)
+	stamp(&c.CreatedAt, model.Now())
+	stamp(&c.UpdatedAt, c.CreatedAt)
+	_, err := r.s.exec(ctx, `INSERT INTO conversations (`+convCols+`) VALUES (?, ?, ?, ?, ?)`,
+		c.BotID, c.ID, c.OwnerID, ms(c.CreatedAt), ms(c.UpdatedAt))
+	return r.s.fail(err, "conversation")
+}
+
+func (r chat) GetConversation(ctx context.Context, botID, id string) (*model.Conversation, error) {
+	return one(ctx, r.s, "conversation", scanConv, `SELECT `+convCols+` FROM conversations WHERE bot_id = ? AND id = ?`, botID, id)
+}
+
+// DeleteConversation removes the conversation and, by cascade, its
+// messages, events, participants, signals and turns.
+func (r chat) DeleteConversation(ctx context.Context, botID, id string) error {
+	return r.s.execOne(ctx, "conversation", `DELETE FROM conversations WHERE bot_id = ? AND id = ?`, botID, id)
+}
+
+func (r chat) ListConversations(ctx context.Context, botID, ownerID string, p store.Page) ([]*model.Conversation, string, error) {
+	ls := listSpec{
+		sel:   `SELECT ` + convCols + ` FROM conversations`,
+		where: []string{"bot_id = ?", "owner_id = ?"},
+		args:  []any{botID, ownerID},
+		tcol:  "created_at", idcol: "id",
+	}
+	return list(ctx, r.s, p, ls, "conversations", scanConv, convKey)
+}
+
+func (r chat) ListBotConversations(ctx context.Context, botID string, p store.Page) ([]*model.Conversation, string, error) {
+	ls := listSpec{
+		sel:   `SELECT ` + convCols + ` FROM conversations`,
+		where: []string{"bot_id = ?"},
+		args:  []any{botID},
+		tcol:  "created_at", idcol: "id",
+	}
+	return list(ctx, r.s, p, ls, "conversations", scanConv, convKey)
+}
+
+func convKey(c *model.Conversation) (int64, string) { return ms(c.CreatedAt), c.ID }
+
+// ---- participants
+
+func (r chat) AddParticipant(ctx context.Context, botID, conversationID, userID string, at time.Time) error {
+	stamp(&at, model.Now())
+	_, err := r.s.exec(ctx, `INSERT INTO participants (bot_id, conversation_id, user_id, added_at) VALUES (?, ?, ?, ?)`,
+		botID, conversationID, userID, ms(at))
+	return r.s.fail(err, "participant")
+}
+
+func (r chat) RemoveParticipant(ctx context.Context, botID, conversationID, userID string) error {
+	return r.s.execOne(ctx, "participant", `DELETE FROM participants WHERE bot_id = ? AND conversation_id = ? AND user_id = ?`,
+		botID, conversationID, userID)
+}
+
+func (r chat) IsParticipant(ctx context.Context, botID, conversationID, userID string) (bool, error) {
+	var n int
+	err := r.s.queryRow(ctx, `SELECT COUNT(*) FROM participants WHERE bot_id = ? AND conversation_id = ? AND user_id = ?`,
+		botID, conversationID, userID).Scan(&n)
+	return n > 0, r.s.fail(err, "participant")
+}
+
+// participant carries the keyset value (added_at) next to the user.
+type participant struct {
+	u     *model.ChatUser
+	added int64
+}
+
+func (r chat) ListParticipants(ctx context.Context, botID, conversationID string, p store.Page) ([]*model.ChatUser, string, error) {
+	ls := listSpec{
+		sel: `SELECT u.bot_id, u.id, u.name, u.picture_url, u.profile, u.created_at, u.updated_at, p.added_at
+			FROM participants p JOIN chat_users u ON u.bot_id = p.bot_id AND u.id = p.user_id`,
+		where: []string{"p.bot_id = ?", "p.conversation_id = ?"},
+		args:  []any{botID, conversationID},
+		tcol:  "p.added_at", idcol: "p.user_id", asc: true,
+	}
+	ps, next, err := list(ctx, r.s, p, ls, "participants", func(sc scanner) (participant, error) {
+		var u model.ChatUser
+		var c, up, added int64
+		if err := sc.Scan(&u.BotID, &u.ID, &u.Name, &u.PictureURL, &u.Profile, &c, &up, &added); err != nil {
+			return participant{}, err
+		}
+		u.CreatedAt, u.UpdatedAt = fromMS(c), fromMS(up)
+		return participant{&u, added}, nil
+	}, func(p participant) (int64, string) { return p.added, p.u.ID })
+	if err != nil {
+		return nil, "", err
+	}
+	out := make([]*model.ChatUser, len(ps))
+	for i, p := range ps {
+		out[i] = p.u
+	}
+	return out, next, nil
+}
+
+// ---- messages
+
+const messageCols = `bot_id, id, conversation_id, user_id, payload, metadata, tags, direction, created_at`
+
+func scanMessage(r scanner) (*model.Message, error) {
+	var m model.Message
+	var payload, tags string
+	var meta sql.NullString
+	var c int64
+	if err := r.Scan(&m.BotID, &m.ID, &m.ConversationID, &m.UserID, &payload, &meta, &tags, &m.Direction, &c); err != nil {
+		return nil, err
+	}
+	m.CreatedAt = fromMS(c)
+	m.Payload = json.RawMessage(payload)
+	if meta.Valid {
+		m.Metadata = json.RawMessage(meta.String)
+	}
+	return &m, fromJSON(tags, &m.Tags)
+}
+
+func (r chat) CreateMessage(ctx context.Context, m *model.Message) error {
+	newID(&m.ID)
+	stamp(&m.CreatedAt, model.Now())
+	tags, err := jsonText(m.Tags)
+	if err != nil {
+		return err
+	}
+	_, err = r.s.exec(ctx, `INSERT INTO messages (`+messageCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		m.BotID, m.ID, m.ConversationID, m.UserID, rawText(m.Payload), nullRaw(m.Metadata), tags, m.Direction, ms(m.CreatedAt))
+	return r.s.fail(err, "message")
+}
+
+func (r chat) GetMessage(ctx context.Context, botID, id string) (*model.Message, error) {
+	return one(ctx, r.s, "message", scanMessage, `SELECT `+messageCols+` FROM messages WHERE bot_id = ? AND id = ?`, botID, id)
+}
+
+func (r chat) DeleteMessage(ctx context.Context, botID, id string) error {
+	return r.s.execOne(ctx, "message", `DELETE FROM messages WHERE bot_id = ? AND id = ?`, botID, id)
+}
+
+func (r chat) ListMessages(ctx context.Context, botID, conversationID string, p store.Page) ([]*model.Message, string, error) {
+	ls := listSpec{
+		sel:   `SELECT ` + messageCols + ` FROM messages`,
+		where: []string{"bot_id = ?", "conversation_id = ?"},
+		args:  []any{botID, conversationID},
+		tcol:  "created_at", idcol: "id",
+	}
+	return list(ctx, r.s, p, ls, "messages", scanMessage, func(m *model.Message) (int64, string) { return ms(m.CreatedAt), m.ID })
+}
+
+// ---- events
+
+func (r chat) CreateEvent(ctx context.Context, e *model.Event) error {
+	newID(&e.ID)
+	stamp(&e.CreatedAt, model.Now())
+	_, err := r.s.exec(ctx, `INSERT INTO events (bot_id, id, conversation_id, user_id, type, payload, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+		e.BotID, e.ID, nullStr(e.ConversationID), e.UserID, e.Type, rawText(e.Payload), ms(e.CreatedAt))
+	return r.s.fail(err, "event")
+}
+
+func (r chat) GetEvent(ctx context.Context, botID, id string) (*model.Event, error) {
+	return one(ctx, r.s, "event", func(sc scanner) (*model.Event, error) {
+		var e model.Event
+		var conv sql.NullString
+		var payload string
+		var c int64
+		if err := sc.Scan(&e.BotID, &e.ID, &conv, &e.UserID, &e.Type, &payload, &c); err != nil {
+			return nil, err
+		}
+		e.ConversationID, e.Payload, e.CreatedAt = conv.String, json.RawMessage(payload), fromMS(c)
+		return &e, nil
+	}, `SELECT bot_id, id, conversation_id, user_id, type, payload, created_at FROM events WHERE bot_id = ? AND id = ?`, botID, id)
+}
+
+// ---- signals
+
+// AppendSignal bumps conversations.last_seq and inserts the signal in one
+// transaction (joining the caller's). The UPDATE's row lock serialises
+// appenders of a conversation, and a rollback undoes the bump, so sequence
+// numbers have no gaps.
+func (r chat) AppendSignal(ctx context.Context, sg *model.Signal) error {
+	stamp(&sg.CreatedAt, model.Now())
+	return r.s.tx(ctx, func(s *Store) error {
+		var seq int64
+		err := s.queryRow(ctx, `UPDATE conversations SET last_seq = last_seq + 1 WHERE bot_id = ? AND id = ? RETURNING last_seq`,
+			sg.BotID, sg.ConversationID).Scan(&seq)
+		if err != nil {
+			return s.fail(err, "conversation")
+		}
+		_, err = s.exec(ctx, `INSERT INTO signals (bot_id, conversation_id, seq, type, data, created_at) VALUES (?, ?, ?, ?, ?, ?)`,
+			sg.BotID, sg.ConversationID, seq, sg.Type, rawText(sg.Data), ms(sg.CreatedAt))
+		if err != nil {
+			return s.fail(err, "signal")
+		}
+		sg.Seq = seq
+		return nil
+	})
+}
+
+func (r chat) SignalsAfter(ctx context.Context, botID, conversationID string, after int64, limit int) ([]*model.Signal, error) {
+	if limit <= 0 {
+		limit = maxPageSize
+	}
+	return all(ctx, r.s, "signals", func(sc scanner) (*model.Signal, error) {
+		var sg model.Signal
+		var data string
+		var c int64
+		if err := sc.Scan(&sg.BotID, &sg.ConversationID, &sg.Seq, &sg.Type, &data, &c); err != nil {
+			return nil, err
+		}
+		sg.Data, sg.CreatedAt = json.RawMessage(data), fromMS(c)
+		return &sg, nil
+	}, `SELECT bot_id, conversation_id, seq, type, data, created_at FROM signals
+		WHERE bot_id = ? AND conversation_id = ? AND seq > ? ORDER BY seq LIMIT ?`, botID, conversationID, after, limit)
+}
+
+// ---- turns
+
+// EnqueueTurn stores t; a zero Seq is replaced by the conversation's next
+// turn number (taken like signal numbers, so concurrent enqueues are safe).
+func (r chat) EnqueueTurn(ctx context.Context, t *model.Turn) error {
+	stamp(&t.CreatedAt, model.Now())
+	return r.s.tx(ctx, func(s *Store) error {
+		if t.Seq == 0 {
+			err := s.queryRow(ctx, `UPDATE conversations SET turn_seq = turn_seq + 1 WHERE bot_id = ? AND id = ? RETURNING turn_seq`,
+				t.BotID, t.ConversationID).Scan(&t.Seq)
+			if err != nil {
+				return s.fail(err, "conversation")
+			}
+		}
+		_, err := s.exec(ctx, `INSERT INTO turns (bot_id, conversation_id, seq, kind, ref_id, user_id, attempts, created_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+			t.BotID, t.ConversationID, t.Seq, t.Kind, t.RefID, t.UserID, t.Attempts, ms(t.CreatedAt))
+		return s.fail(err, "turn")
+	})
+}
+
+func (r chat) PendingTurns(ctx context.Context, botID, conversationID string, limit int) ([]*model.Turn, error) {
+	if limit <= 0 {
+		limit = maxPageSize
+	}
+	return all(ctx, r.s, "turns", func(sc scanner) (*model.Turn, error) {
+		var t model.Turn
+		var c int64
+		if err := sc.Scan(&t.BotID, &t.ConversationID, &t.Seq, &t.Kind, &t.RefID, &t.UserID, &t.Attempts, &c); err != nil {
+			return nil, err
+		}
+		t.CreatedAt = fromMS(c)
+		return &t, nil
+	}, `SELECT bot_id, conversation_id, seq, kind, ref_id, user_id, attempts, created_at FROM turns
+		WHERE bot_id = ? AND conversation_id = ? ORDER BY seq LIMIT ?`, botID, conversationID, limit)
+}
+
+// PendingConversations lists conversations with turns, oldest waiting first.
+func (r chat) PendingConversations(ctx context.Context, limit int) ([]model.ConversationRef, error) {
+	if limit <= 0 {
+		limit = maxPageSize
+	}
+	return all(ctx, r.s, "turns", func(sc scanner) (model.ConversationRef, error) {
+		var c model.ConversationRef
+		var oldest int64
+		return c, sc.Scan(&c.BotID, &c.ConversationID, &oldest)
+	}, `SELECT bot_id, conversation_id, MIN(created_at) AS oldest FROM turns
+		GROUP BY bot_id, conversation_id ORDER BY oldest, bot_id, conversation_id LIMIT ?`, limit)
+}
+
+// CompleteTurn is idempotent: completing a turn twice (say, after a
+// recovery) is not an error.
+func (r chat) CompleteTurn(ctx context.Context, botID, conversationID string, seq int64) error {
+	_, err := r.s.exec(ctx, `DELETE FROM turns WHERE bot_id = ? AND conversation_id = ? AND seq = ?`, botID, conversationID, seq)
+	return r.s.fail(err, "turn")
+}
+
+// ---- states
+
+type states struct{ s *Store }
+
+func (r states) Get(ctx context.Context, botID, scope, ownerID string) (json.RawMessage, error) {
+	var data string
+	err := r.s.queryRow(ctx, `SELECT data FROM states WHERE bot_id = ? AND scope = ? AND owner_id = ?`, botID, scope, ownerID).Scan(&data)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, r.s.fail(err, "state")
+	}
+	return json.RawMessage(data), nil
+}
+
+func (r states) Put(ctx context.Context, botID, scope, ownerID string, data json.RawMessage) error {
+	_, err := r.s.exec(ctx, `INSERT INTO states (bot_id, scope, owner_id, data, updated_at) VALUES (?, ?, ?, ?, ?)
+		ON CONFLICT (bot_id, scope, owner_id) DO UPDATE SET data = excluded.data, updated_at = excluded.updated_at`,
+		botID, scope, ownerID, rawText(data), ms(model.Now()))
+	return r.s.fail(err, "state")
+}
+
+// ---- leases
+
+type leases struct{ s *Store }
+
+// Acquire is one upsert: the update only happens when the lease is ours or
+// has expired, so a zero row count means someone else holds it.
+func (r leases) Acquire(ctx context.Context, name, holder string, ttl time.Duration) (bool, error) {
+	now := time.Now()
+	res, err := r.s.exec(ctx, `INSERT INTO leases (name, holder, expires_at) VALUES (?, ?, ?)
+		ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, expires_at = excluded.expires_at
+		WHERE leases.holder = excluded.holder OR leases.expires_at <= ?`,
+		name, holder, now.Add(ttl).UnixMilli(), now.UnixMilli())
+	if err != nil {
+		return false, r.s.fail(err, "lease")
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return false, err
+	}
+	return n > 0, nil
+}
+
+// Release is a no-op unless holder holds the lease.
+func (r leases) Release(ctx context.Context, name, holder string) error {
+	_, err := r.s.exec(ctx, `DELETE FROM leases WHERE name = ? AND holder = ?`, name, holder)
+	return r.s.fail(err, "lease")
+}

@@ -1,0 +1,406 @@
+// Package sqlstore implements store.DB once over database/sql for both
+// SQLite and PostgreSQL. Queries are written with ? placeholders and rebound
+// to $n for PostgreSQL; a Dialect carries the few other differences.
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/parley-bots/parley/internal/model"
+	"github.com/parley-bots/parley/internal/store"
+)
+
+// Violation is the kind of constraint an error reports.
+type Violation int
+
+const (
+	NoViolation Violation = iota
+	UniqueViolation
+	ForeignKeyViolation
+)
+
+// Dialect carries what differs between engines.
+type Dialect struct {
+	// Name is returned by Engine: "sqlite" or "postgres".
+	Name string
+	// Numbered makes placeholders $1, $2, ... instead of ?.
+	Numbered bool
+	// Classify tells which constraint, if any, err violates.
+	Classify func(err error) Violation
+	// MigrationLock, when set, runs first in every migration transaction so
+	// that processes starting together apply migrations one at a time.
+	MigrationLock string
+}
+
+// querier is what *sql.DB and *sql.Tx share.
+type querier interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+type engine struct {
+	d     Dialect
+	db    *sql.DB
+	cache sync.Map // ?-query -> $n-query
+}
+
+// Store implements store.Store on a database or inside a transaction.
+type Store struct {
+	e    *engine
+	q    querier
+	inTx bool
+}
+
+// DB implements store.DB.
+type DB struct {
+	*Store
+}
+
+var _ store.DB = (*DB)(nil)
+
+// New wraps an open database. Call Migrate before use.
+func New(db *sql.DB, d Dialect) *DB {
+	if d.Classify == nil {
+		d.Classify = func(error) Violation { return NoViolation }
+	}
+	e := &engine{d: d, db: db}
+	return &DB{Store: &Store{e: e, q: db}}
+}
+
+// SQL returns the underlying database (for tests and tooling).
+func (db *DB) SQL() *sql.DB { return db.e.db }
+
+func (db *DB) Ping(ctx context.Context) error { return db.e.db.PingContext(ctx) }
+func (db *DB) Engine() string                 { return db.e.d.Name }
+func (db *DB) Close() error                   { return db.e.db.Close() }
+
+func (s *Store) Accounts() store.Accounts     { return accounts{s} }
+func (s *Store) Tokens() store.Tokens         { return tokens{s} }
+func (s *Store) Workspaces() store.Workspaces { return workspaces{s} }
+func (s *Store) Members() store.Members       { return members{s} }
+func (s *Store) Bots() store.Bots             { return bots{s} }
+func (s *Store) Audit() store.Audit           { return audit{s} }
+func (s *Store) Logs() store.Logs             { return logs{s} }
+func (s *Store) Issues() store.Issues         { return issues{s} }
+func (s *Store) Chat() store.Chat             { return chat{s} }
+func (s *Store) States() store.States         { return states{s} }
+func (s *Store) Leases() store.Leases         { return leases{s} }
+
+// InTx runs fn in a transaction; inside one already, fn joins it.
+func (s *Store) InTx(ctx context.Context, fn func(tx store.Store) error) (err error) {
+	if s.inTx {
+		return fn(s)
+	}
+	tx, err := s.e.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			_ = tx.Rollback()
+			panic(p)
+		}
+	}()
+	if err := fn(&Store{e: s.e, q: tx, inTx: true}); err != nil {
+		_ = tx.Rollback()
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
+}
+
+// tx runs fn in a transaction, typed for internal use.
+func (s *Store) tx(ctx context.Context, fn func(s *Store) error) error {
+	return s.InTx(ctx, func(tx store.Store) error { return fn(tx.(*Store)) })
+}
+
+// bind rewrites ? placeholders to $n for engines that need it, caching the
+// result since the same few queries run over and over.
+func (s *Store) bind(q string) string {
+	if !s.e.d.Numbered {
+		return q
+	}
+	if v, ok := s.e.cache.Load(q); ok {
+		return v.(string)
+	}
+	var b strings.Builder
+	n := 0
+	for i := 0; i < len(q); i++ {
+		if q[i] == '?' {
+			n++
+			b.WriteByte('$')
+			b.WriteString(strconv.Itoa(n))
+			continue
+		}
+		b.WriteByte(q[i])
+	}
+	r := b.String()
+	s.e.cache.Store(q, r)
+	return r
+}
+
+func (s *Store) exec(ctx context.Context, q string, args ...any) (sql.Result, error) {
+	return s.q.ExecContext(ctx, s.bind(q), args...)
+}
+
+func (s *Store) query(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
+	return s.q.QueryContext(ctx, s.bind(q), args...)
+}
+
+func (s *Store) queryRow(ctx context.Context, q string, args ...any) *sql.Row {
+	return s.q.QueryRowContext(ctx, s.bind(q), args...)
+}
+
+// execOne runs a statement that must touch a row: none is NotFound(what).
+func (s *Store) execOne(ctx context.Context, what, q string, args ...any) error {
+	res, err := s.exec(ctx, q, args...)
+	if err != nil {
+		return s.fail(err, what)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		return model.NotFound(what)
+	}
+	return nil
+}
+
+// fail turns driver errors into model errors.
+func (s *Store) fail(err error, what string) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, sql.ErrNoRows) {
+		return model.NotFound(what)
+	}
+	switch s.e.d.Classify(err) {
+	case UniqueViolation:
+		return model.Conflict("%s already exists", what)
+	case ForeignKeyViolation:
+		return model.Errorf(model.ErrNotFound, "%s refers to a resource that was not found", what)
+	}
+	return fmt.Errorf("%s: %w", what, err)
+}
+
+// scanner is a *sql.Row or *sql.Rows.
+type scanner interface{ Scan(dest ...any) error }
+
+// Time helpers: timestamps are Unix milliseconds; 0 stands for the zero time.
+
+func ms(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMilli()
+}
+
+func fromMS(v int64) time.Time {
+	if v == 0 {
+		return time.Time{}
+	}
+	return model.FromMillis(v)
+}
+
+// stamp normalises t to what a read returns (UTC, milliseconds), defaulting
+// a zero time to def.
+func stamp(t *time.Time, def time.Time) {
+	if t.IsZero() {
+		*t = def
+		return
+	}
+	*t = t.UTC().Truncate(time.Millisecond)
+}
+
+func newID(id *string) {
+	if *id == "" {
+		*id = model.NewID()
+	}
+}
+
+// JSON helpers: JSON is stored as TEXT; nil round-trips as null.
+
+func jsonText(v any) (string, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return "", model.Invalid("cannot encode JSON: %v", err)
+	}
+	return string(b), nil
+}
+
+func fromJSON(s string, v any) error {
+	if s == "" {
+		return nil
+	}
+	if err := json.Unmarshal([]byte(s), v); err != nil {
+		return fmt.Errorf("corrupt stored JSON: %w", err)
+	}
+	return nil
+}
+
+func rawText(r json.RawMessage) string {
+	if len(r) == 0 {
+		return "null"
+	}
+	return string(r)
+}
+
+func nullRaw(r json.RawMessage) any {
+	if r == nil {
+		return nil
+	}
+	return string(r)
+}
+
+func nullStr(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+// Pagination: keyset on (timestamp, id), the token is base64url JSON of
+// the last row's key.
+
+const (
+	defaultPageSize = 20
+	maxPageSize     = 100
+)
+
+type cursor struct {
+	T  int64  `json:"t"`
+	ID string `json:"i"`
+}
+
+func encodeToken(t int64, id string) string {
+	b, _ := json.Marshal(cursor{T: t, ID: id})
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+func decodeToken(tok string) (cursor, error) {
+	var c cursor
+	b, err := base64.RawURLEncoding.DecodeString(tok)
+	if err == nil {
+		d := json.NewDecoder(strings.NewReader(string(b)))
+		d.DisallowUnknownFields()
+		err = d.Decode(&c)
+	}
+	if err != nil || c.ID == "" {
+		return c, model.Errorf(model.ErrInvalidQuery, "invalid pagination token")
+	}
+	return c, nil
+}
+
+func pageSize(p store.Page) int {
+	switch {
+	case p.Size <= 0:
+		return defaultPageSize
+	case p.Size > maxPageSize:
+		return maxPageSize
+	}
+	return p.Size
+}
+
+// listSpec is a keyset-paginated query: sel is "SELECT ... FROM ...", where
+// holds ANDed conditions with their args, and (tcol, idcol) is the key.
+type listSpec struct {
+	sel         string
+	where       []string
+	args        []any
+	tcol, idcol string
+	asc         bool
+}
+
+func list[T any](ctx context.Context, s *Store, p store.Page, ls listSpec, what string,
+	scan func(scanner) (T, error), key func(T) (int64, string)) ([]T, string, error) {
+	n := pageSize(p)
+	where, args := ls.where, ls.args
+	if p.Token != "" {
+		c, err := decodeToken(p.Token)
+		if err != nil {
+			return nil, "", err
+		}
+		op := "<"
+		if ls.asc {
+			op = ">"
+		}
+		where = append(where[:len(where):len(where)], fmt.Sprintf("(%s, %s) %s (?, ?)", ls.tcol, ls.idcol, op))
+		args = append(args[:len(args):len(args)], c.T, c.ID)
+	}
+	dir := "DESC"
+	if ls.asc {
+		dir = "ASC"
+	}
+	q := ls.sel
+	if len(where) > 0 {
+		q += " WHERE " + strings.Join(where, " AND ")
+	}
+	q += fmt.Sprintf(" ORDER BY %s %s, %s %s LIMIT ?", ls.tcol, dir, ls.idcol, dir)
+	args = append(args[:len(args):len(args)], n+1)
+	rows, err := s.query(ctx, q, args...)
+	if err != nil {
+		return nil, "", s.fail(err, what)
+	}
+	defer rows.Close()
+	out := make([]T, 0, n)
+	for rows.Next() {
+		v, err := scan(rows)
+		if err != nil {
+			return nil, "", err
+		}
+		out = append(out, v)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, "", s.fail(err, what)
+	}
+	next := ""
+	if len(out) > n {
+		out = out[:n]
+		t, id := key(out[n-1])
+		next = encodeToken(t, id)
+	}
+	return out, next, nil
+}
+
+// all runs a query and scans every row.
+func all[T any](ctx context.Context, s *Store, what string, scan func(scanner) (T, error), q string, args ...any) ([]T, error) {
+	rows, err := s.query(ctx, q, args...)
+	if err != nil {
+		return nil, s.fail(err, what)
+	}
+	defer rows.Close()
+	var out []T
+	for rows.Next() {
+		v, err := scan(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.fail(err, what)
+	}
+	return out, nil
+}
+
+func one[T any](ctx context.Context, s *Store, what string, scan func(scanner) (T, error), q string, args ...any) (T, error) {
+	v, err := scan(s.queryRow(ctx, q, args...))
+	if err != nil {
+		var zero T
+		return zero, s.fail(err, what)
+	}
+	return v, nil
+}

@@ -1,0 +1,567 @@
+package storetest
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/parley-bots/parley/internal/model"
+	"github.com/parley-bots/parley/internal/store"
+)
+
+func testPagination(t *testing.T, db store.DB) {
+	ctx := t.Context()
+	f := setup(t, db)
+	c := newConv(t, db, f.bot.ID, "c", "", 0)
+	var want []string
+	for i := range 45 {
+		want = append([]string{newMessage(t, db, c, "", i).ID}, want...)
+	}
+	list := func(p store.Page) ([]*model.Message, string, error) { return db.Chat().ListMessages(ctx, f.bot.ID, c.ID, p) }
+
+	p1, next, err := list(store.Page{Size: 20})
+	ok(t, err)
+	eq(t, "page 1", ids(p1, msgID), want[:20])
+	p2, next, err := list(store.Page{Size: 20, Token: next})
+	ok(t, err)
+	eq(t, "page 2", ids(p2, msgID), want[20:40])
+	p3, next, err := list(store.Page{Size: 20, Token: next})
+	ok(t, err)
+	eq(t, "last page", ids(p3, msgID), want[40:])
+	eq(t, "no token after last page", next, "")
+
+	// Exactly one full last page still ends with "".
+	_, next, err = list(store.Page{Size: 45})
+	ok(t, err)
+	eq(t, "exact fit", next, "")
+
+	// Size <= 0 means the default of 20.
+	d, next, err := list(store.Page{})
+	ok(t, err)
+	eq(t, "default size", len(d), 20)
+	if next == "" {
+		t.Fatal("default page should have a next token")
+	}
+
+	// Sizes above 100 are capped.
+	for i := 45; i < 110; i++ {
+		newMessage(t, db, c, "", i)
+	}
+	big, _, err := list(store.Page{Size: 1000})
+	ok(t, err)
+	eq(t, "capped size", len(big), 100)
+
+	bad := []string{"!!!", "abc", base64.RawURLEncoding.EncodeToString([]byte(`{"x":1}`)), base64.RawURLEncoding.EncodeToString([]byte(`not json`))}
+	for _, tok := range bad {
+		_, _, err := list(store.Page{Token: tok})
+		wantErr(t, err, model.ErrInvalidQuery)
+	}
+}
+
+// testPaginationStable checks that rows inserted between page fetches
+// neither repeat nor hide rows of the walk in progress.
+func testPaginationStable(t *testing.T, db store.DB) {
+	ctx := t.Context()
+	f := setup(t, db)
+	c := newConv(t, db, f.bot.ID, "c", "", 0)
+	var want []string
+	for i := range 25 {
+		want = append([]string{newMessage(t, db, c, "", 100+i).ID}, want...)
+	}
+	var got []string
+	p := store.Page{Size: 10}
+	for i := 0; ; i++ {
+		page, next, err := db.Chat().ListMessages(ctx, f.bot.ID, c.ID, p)
+		ok(t, err)
+		got = append(got, ids(page, msgID)...)
+		// Newer rows, and one older than everything, arrive meanwhile.
+		newMessage(t, db, c, "", 200+i)
+		newMessage(t, db, c, "", 200+i)
+		if next == "" {
+			break
+		}
+		p.Token = next
+	}
+	// The walk sees the original rows in order; the one old row inserted
+	// after page 1 is older than the cursor and so shows up at the end.
+	if len(got) < len(want) {
+		t.Fatalf("walk returned %d rows, want at least %d", len(got), len(want))
+	}
+	eq(t, "stable walk", got[:len(want)], want)
+	seen := map[string]bool{}
+	for _, id := range got {
+		if seen[id] {
+			t.Fatalf("row %s returned twice", id)
+		}
+		seen[id] = true
+	}
+}
+
+func testChatUsers(t *testing.T, db store.DB) {
+	ctx := t.Context()
+	f := setup(t, db)
+	r := db.Chat()
+	u := &model.ChatUser{BotID: f.bot.ID, ID: "fid-1", Name: "N", PictureURL: "p", Profile: "prof", CreatedAt: at(1)}
+	ok(t, r.CreateUser(ctx, u))
+	got, err := r.GetUser(ctx, f.bot.ID, "fid-1")
+	ok(t, err)
+	eq(t, "user", got, u)
+	wantErr(t, r.CreateUser(ctx, &model.ChatUser{BotID: f.bot.ID, ID: "fid-1"}), model.ErrAlreadyExists)
+	gen := &model.ChatUser{BotID: f.bot.ID}
+	ok(t, r.CreateUser(ctx, gen))
+	if gen.ID == "" {
+		t.Fatal("no id generated")
+	}
+	_, err = r.GetUser(ctx, f.bot.ID, "nope")
+	wantErr(t, err, model.ErrNotFound)
+
+	u.Name, u.Profile, u.UpdatedAt = "N2", "", at(5)
+	ok(t, r.UpdateUser(ctx, u))
+	got, err = r.GetUser(ctx, f.bot.ID, "fid-1")
+	ok(t, err)
+	eq(t, "updated user", got, u)
+	wantErr(t, r.UpdateUser(ctx, &model.ChatUser{BotID: f.bot.ID, ID: "nope"}), model.ErrNotFound)
+
+	ok(t, r.DeleteUser(ctx, f.bot.ID, "fid-1"))
+	wantErr(t, r.DeleteUser(ctx, f.bot.ID, "fid-1"), model.ErrNotFound)
+	_, err = r.GetUser(ctx, f.bot.ID, "fid-1")
+	wantErr(t, err, model.ErrNotFound)
+}
+
+func convID(c *model.Conversation) string { return c.ID }
+
+func testConversations(t *testing.T, db store.DB) {
+	ctx := t.Context()
+	f := setup(t, db)
+	r := db.Chat()
+	newUser(t, db, f.bot.ID, "u1")
+	newUser(t, db, f.bot.ID, "u2")
+	c1 := newConv(t, db, f.bot.ID, "c1", "u1", 1)
+	c2 := newConv(t, db, f.bot.ID, "c2", "u2", 2)
+	c3 := newConv(t, db, f.bot.ID, "c3", "u1", 3)
+	got, err := r.GetConversation(ctx, f.bot.ID, "c1")
+	ok(t, err)
+	eq(t, "conversation", got, c1)
+	wantErr(t, r.CreateConversation(ctx, &model.Conversation{BotID: f.bot.ID, ID: "c1"}), model.ErrAlreadyExists)
+	_, err = r.GetConversation(ctx, f.bot.ID, "nope")
+	wantErr(t, err, model.ErrNotFound)
+
+	mine := collect(t, 1, func(p store.Page) ([]*model.Conversation, string, error) { return r.ListConversations(ctx, f.bot.ID, "u1", p) })
+	eq(t, "owned, newest first", ids(mine, convID), []string{c3.ID, c1.ID})
+	everything := collect(t, 2, func(p store.Page) ([]*model.Conversation, string, error) { return r.ListBotConversations(ctx, f.bot.ID, p) })
+	eq(t, "all, newest first", ids(everything, convID), []string{c3.ID, c2.ID, c1.ID})
+
+	// Deleting a conversation takes its content with it.
+	ok(t, r.AddParticipant(ctx, f.bot.ID, "c1", "u1", at(1)))
+	m := newMessage(t, db, c1, "u1", 1)
+	e := &model.Event{BotID: f.bot.ID, ConversationID: "c1", UserID: "u1", Type: "custom", Payload: json.RawMessage(`{}`)}
+	ok(t, r.CreateEvent(ctx, e))
+	ok(t, r.AppendSignal(ctx, &model.Signal{BotID: f.bot.ID, ConversationID: "c1", Type: model.SignalMessageCreated}))
+	ok(t, r.EnqueueTurn(ctx, &model.Turn{BotID: f.bot.ID, ConversationID: "c1", Kind: model.TurnMessage, RefID: m.ID}))
+	ok(t, r.DeleteConversation(ctx, f.bot.ID, "c1"))
+	wantErr(t, r.DeleteConversation(ctx, f.bot.ID, "c1"), model.ErrNotFound)
+	_, err = r.GetMessage(ctx, f.bot.ID, m.ID)
+	wantErr(t, err, model.ErrNotFound)
+	_, err = r.GetEvent(ctx, f.bot.ID, e.ID)
+	wantErr(t, err, model.ErrNotFound)
+	isP, err := r.IsParticipant(ctx, f.bot.ID, "c1", "u1")
+	ok(t, err)
+	eq(t, "participant gone", isP, false)
+	sigs, err := r.SignalsAfter(ctx, f.bot.ID, "c1", 0, 10)
+	ok(t, err)
+	eq(t, "signals gone", len(sigs), 0)
+	turns, err := r.PendingTurns(ctx, f.bot.ID, "c1", 10)
+	ok(t, err)
+	eq(t, "turns gone", len(turns), 0)
+	// The user survives.
+	_, err = r.GetUser(ctx, f.bot.ID, "u1")
+	ok(t, err)
+	// A new conversation with the same id starts a fresh signal log.
+	newConv(t, db, f.bot.ID, "c1", "u1", 9)
+	s := &model.Signal{BotID: f.bot.ID, ConversationID: "c1", Type: model.SignalMessageCreated}
+	ok(t, r.AppendSignal(ctx, s))
+	eq(t, "fresh seq", s.Seq, int64(1))
+}
+
+func testParticipants(t *testing.T, db store.DB) {
+	ctx := t.Context()
+	f := setup(t, db)
+	r := db.Chat()
+	c := newConv(t, db, f.bot.ID, "c", "u0", 0)
+	var want []string
+	for i := range 5 {
+		u := newUser(t, db, f.bot.ID, fmt.Sprintf("u%d", 4-i)) // ids sort opposite to insertion
+		ok(t, r.AddParticipant(ctx, f.bot.ID, c.ID, u.ID, at(i)))
+		want = append(want, u.ID)
+	}
+	wantErr(t, r.AddParticipant(ctx, f.bot.ID, c.ID, "u4", at(9)), model.ErrAlreadyExists)
+	wantErr(t, r.AddParticipant(ctx, f.bot.ID, c.ID, "ghost", at(9)), model.ErrNotFound)
+
+	list := collect(t, 2, func(p store.Page) ([]*model.ChatUser, string, error) { return r.ListParticipants(ctx, f.bot.ID, c.ID, p) })
+	eq(t, "order added", ids(list, func(u *model.ChatUser) string { return u.ID }), want)
+	eq(t, "user fields", list[0].Name, "user u4")
+
+	isP, err := r.IsParticipant(ctx, f.bot.ID, c.ID, "u2")
+	ok(t, err)
+	eq(t, "is participant", isP, true)
+	ok(t, r.RemoveParticipant(ctx, f.bot.ID, c.ID, "u2"))
+	wantErr(t, r.RemoveParticipant(ctx, f.bot.ID, c.ID, "u2"), model.ErrNotFound)
+	isP, err = r.IsParticipant(ctx, f.bot.ID, c.ID, "u2")
+	ok(t, err)
+	eq(t, "removed", isP, false)
+
+	// Deleting a user ends their participations.
+	ok(t, r.DeleteUser(ctx, f.bot.ID, "u3"))
+	isP, err = r.IsParticipant(ctx, f.bot.ID, c.ID, "u3")
+	ok(t, err)
+	eq(t, "deleted user", isP, false)
+	list, _, err = r.ListParticipants(ctx, f.bot.ID, c.ID, store.Page{})
+	ok(t, err)
+	eq(t, "remaining", ids(list, func(u *model.ChatUser) string { return u.ID }), []string{"u4", "u1", "u0"})
+}
+
+func testMessages(t *testing.T, db store.DB) {
+	ctx := t.Context()
+	f := setup(t, db)
+	r := db.Chat()
+	c := newConv(t, db, f.bot.ID, "c", "", 0)
+	m := &model.Message{BotID: f.bot.ID, ConversationID: c.ID, UserID: "u", Payload: json.RawMessage(`{"text":"hi"}`),
+		Metadata: json.RawMessage(`{"k":"v"}`), Tags: map[string]string{"a": "b"}, Direction: model.DirectionOutgoing, CreatedAt: at(1)}
+	ok(t, r.CreateMessage(ctx, m))
+	got, err := r.GetMessage(ctx, f.bot.ID, m.ID)
+	ok(t, err)
+	eq(t, "message", got, m)
+	plain := newMessage(t, db, c, "u", 2)
+	got, err = r.GetMessage(ctx, f.bot.ID, plain.ID)
+	ok(t, err)
+	if got.Metadata != nil || got.Tags != nil {
+		t.Fatalf("nil metadata/tags should read back nil, got %s %v", got.Metadata, got.Tags)
+	}
+	wantErr(t, r.CreateMessage(ctx, &model.Message{BotID: f.bot.ID, ID: m.ID, ConversationID: c.ID, Payload: json.RawMessage(`{}`)}), model.ErrAlreadyExists)
+	wantErr(t, r.CreateMessage(ctx, &model.Message{BotID: f.bot.ID, ConversationID: "nope", Payload: json.RawMessage(`{}`)}), model.ErrNotFound)
+
+	list, next, err := r.ListMessages(ctx, f.bot.ID, c.ID, store.Page{})
+	ok(t, err)
+	eq(t, "newest first", ids(list, msgID), []string{plain.ID, m.ID})
+	eq(t, "next", next, "")
+
+	ok(t, r.DeleteMessage(ctx, f.bot.ID, m.ID))
+	wantErr(t, r.DeleteMessage(ctx, f.bot.ID, m.ID), model.ErrNotFound)
+	_, err = r.GetMessage(ctx, f.bot.ID, m.ID)
+	wantErr(t, err, model.ErrNotFound)
+}
+
+func testEvents(t *testing.T, db store.DB) {
+	ctx := t.Context()
+	f := setup(t, db)
+	r := db.Chat()
+	newConv(t, db, f.bot.ID, "c", "", 0)
+	e := &model.Event{BotID: f.bot.ID, ConversationID: "c", UserID: "u", Type: "t", Payload: json.RawMessage(`{"x":[1,2]}`), CreatedAt: at(1)}
+	ok(t, r.CreateEvent(ctx, e))
+	got, err := r.GetEvent(ctx, f.bot.ID, e.ID)
+	ok(t, err)
+	eq(t, "event", got, e)
+	// Events outside any conversation are allowed.
+	free := &model.Event{BotID: f.bot.ID, Type: "t", Payload: json.RawMessage(`{}`), CreatedAt: at(2)}
+	ok(t, r.CreateEvent(ctx, free))
+	got, err = r.GetEvent(ctx, f.bot.ID, free.ID)
+	ok(t, err)
+	eq(t, "free event", got, free)
+	wantErr(t, r.CreateEvent(ctx, &model.Event{BotID: f.bot.ID, ConversationID: "nope", Payload: json.RawMessage(`{}`)}), model.ErrNotFound)
+	wantErr(t, r.CreateEvent(ctx, &model.Event{BotID: f.bot.ID, ID: e.ID, Payload: json.RawMessage(`{}`)}), model.ErrAlreadyExists)
+	_, err = r.GetEvent(ctx, f.bot.ID, "nope")
+	wantErr(t, err, model.ErrNotFound)
+}
+
+func testSignals(t *testing.T, db store.DB) {
+	ctx := t.Context()
+	f := setup(t, db)
+	r := db.Chat()
+	newConv(t, db, f.bot.ID, "a", "", 0)
+	newConv(t, db, f.bot.ID, "b", "", 1)
+	for i := 1; i <= 5; i++ {
+		s := &model.Signal{BotID: f.bot.ID, ConversationID: "a", Type: model.SignalMessageCreated,
+			Data: json.RawMessage(fmt.Sprintf(`{"i":%d}`, i)), CreatedAt: at(i)}
+		ok(t, r.AppendSignal(ctx, s))
+		eq(t, "seq", s.Seq, int64(i))
+	}
+	// Sequences are per conversation.
+	s := &model.Signal{BotID: f.bot.ID, ConversationID: "b", Type: model.SignalEventCreated}
+	ok(t, r.AppendSignal(ctx, s))
+	eq(t, "other conversation starts at 1", s.Seq, int64(1))
+	wantErr(t, r.AppendSignal(ctx, &model.Signal{BotID: f.bot.ID, ConversationID: "nope", Type: "x"}), model.ErrNotFound)
+
+	// A rolled-back append leaves no gap.
+	boom := errors.New("boom")
+	err := db.InTx(ctx, func(tx store.Store) error {
+		ok(t, tx.Chat().AppendSignal(ctx, &model.Signal{BotID: f.bot.ID, ConversationID: "a", Type: "x"}))
+		return boom
+	})
+	if !errors.Is(err, boom) {
+		t.Fatalf("InTx returned %v", err)
+	}
+	s = &model.Signal{BotID: f.bot.ID, ConversationID: "a", Type: model.SignalMessageDeleted}
+	ok(t, r.AppendSignal(ctx, s))
+	eq(t, "no gap after rollback", s.Seq, int64(6))
+
+	got, err := r.SignalsAfter(ctx, f.bot.ID, "a", 2, 2)
+	ok(t, err)
+	eq(t, "after 2, limit 2", []int64{got[0].Seq, got[1].Seq}, []int64{3, 4})
+	eq(t, "len", len(got), 2)
+	eq(t, "data", string(got[0].Data), `{"i":3}`)
+	eq(t, "time", got[0].CreatedAt, at(3))
+	eq(t, "type", got[0].Type, model.SignalMessageCreated)
+	got, err = r.SignalsAfter(ctx, f.bot.ID, "a", 0, 100)
+	ok(t, err)
+	eq(t, "all", len(got), 6)
+	got, err = r.SignalsAfter(ctx, f.bot.ID, "a", 6, 100)
+	ok(t, err)
+	eq(t, "none after last", len(got), 0)
+}
+
+func testSignalsConcurrent(t *testing.T, db store.DB) {
+	ctx := t.Context()
+	f := setup(t, db)
+	newConv(t, db, f.bot.ID, "c", "", 0)
+	const n = 20
+	seqs := make([]int64, n)
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			// Half append inside a caller's transaction, as services do.
+			s := &model.Signal{BotID: f.bot.ID, ConversationID: "c", Type: model.SignalMessageCreated}
+			var err error
+			if i%2 == 0 {
+				err = db.InTx(ctx, func(tx store.Store) error { return tx.Chat().AppendSignal(ctx, s) })
+			} else {
+				err = db.Chat().AppendSignal(ctx, s)
+			}
+			seqs[i] = s.Seq
+			errs <- err
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		ok(t, err)
+	}
+	sort.Slice(seqs, func(i, j int) bool { return seqs[i] < seqs[j] })
+	for i, s := range seqs {
+		if s != int64(i+1) {
+			t.Fatalf("sequence numbers not gapless 1..%d: %v", n, seqs)
+		}
+	}
+	got, err := db.Chat().SignalsAfter(ctx, f.bot.ID, "c", 0, 100)
+	ok(t, err)
+	eq(t, "stored", len(got), n)
+}
+
+func testTurns(t *testing.T, db store.DB) {
+	ctx := t.Context()
+	f := setup(t, db)
+	r := db.Chat()
+	newConv(t, db, f.bot.ID, "a", "", 0)
+	newConv(t, db, f.bot.ID, "b", "", 1)
+	newConv(t, db, f.bot.ID, "idle", "", 2)
+	var turns []*model.Turn
+	for i := range 3 {
+		tn := &model.Turn{BotID: f.bot.ID, ConversationID: "a", Kind: model.TurnMessage, RefID: fmt.Sprint("m", i), UserID: "u",
+			Attempts: i, CreatedAt: at(10 + i)}
+		ok(t, r.EnqueueTurn(ctx, tn))
+		eq(t, "assigned seq", tn.Seq, int64(i+1))
+		turns = append(turns, tn)
+	}
+	ok(t, r.EnqueueTurn(ctx, &model.Turn{BotID: f.bot.ID, ConversationID: "b", Seq: 7, Kind: model.TurnEvent, RefID: "e", CreatedAt: at(5)}))
+	wantErr(t, r.EnqueueTurn(ctx, &model.Turn{BotID: f.bot.ID, ConversationID: "b", Seq: 7, Kind: model.TurnEvent}), model.ErrAlreadyExists)
+	wantErr(t, r.EnqueueTurn(ctx, &model.Turn{BotID: f.bot.ID, ConversationID: "nope", Kind: model.TurnEvent}), model.ErrNotFound)
+
+	got, err := r.PendingTurns(ctx, f.bot.ID, "a", 10)
+	ok(t, err)
+	eq(t, "pending in order", got, turns)
+	got, err = r.PendingTurns(ctx, f.bot.ID, "a", 2)
+	ok(t, err)
+	eq(t, "limit", len(got), 2)
+
+	refs, err := r.PendingConversations(ctx, 10)
+	ok(t, err)
+	eq(t, "pending conversations, oldest first", refs, []model.ConversationRef{
+		{BotID: f.bot.ID, ConversationID: "b"}, {BotID: f.bot.ID, ConversationID: "a"}})
+	refs, err = r.PendingConversations(ctx, 1)
+	ok(t, err)
+	eq(t, "limited", len(refs), 1)
+
+	ok(t, r.CompleteTurn(ctx, f.bot.ID, "a", 1))
+	ok(t, r.CompleteTurn(ctx, f.bot.ID, "a", 1)) // idempotent
+	got, err = r.PendingTurns(ctx, f.bot.ID, "a", 10)
+	ok(t, err)
+	eq(t, "after complete", got, turns[1:])
+	ok(t, r.CompleteTurn(ctx, f.bot.ID, "b", 7))
+	refs, err = r.PendingConversations(ctx, 10)
+	ok(t, err)
+	eq(t, "b drained", refs, []model.ConversationRef{{BotID: f.bot.ID, ConversationID: "a"}})
+
+	// Numbers keep growing after turns complete.
+	tn := &model.Turn{BotID: f.bot.ID, ConversationID: "a", Kind: model.TurnMessage}
+	ok(t, r.EnqueueTurn(ctx, tn))
+	eq(t, "next seq", tn.Seq, int64(4))
+}
+
+func testStates(t *testing.T, db store.DB) {
+	ctx := t.Context()
+	f := setup(t, db)
+	other := newBot(t, db, f.ws, nil, 1)
+	r := db.States()
+	got, err := r.Get(ctx, f.bot.ID, store.ScopeUser, "u1")
+	ok(t, err)
+	if got != nil {
+		t.Fatalf("missing state = %s, want nil", got)
+	}
+	ok(t, r.Put(ctx, f.bot.ID, store.ScopeUser, "u1", json.RawMessage(`{"a":1}`)))
+	ok(t, r.Put(ctx, f.bot.ID, store.ScopeConversation, "u1", json.RawMessage(`{"c":1}`)))
+	ok(t, r.Put(ctx, other.ID, store.ScopeUser, "u1", json.RawMessage(`{"o":1}`)))
+	got, err = r.Get(ctx, f.bot.ID, store.ScopeUser, "u1")
+	ok(t, err)
+	eq(t, "state", string(got), `{"a":1}`)
+	ok(t, r.Put(ctx, f.bot.ID, store.ScopeUser, "u1", json.RawMessage(`{"a":2}`)))
+	got, err = r.Get(ctx, f.bot.ID, store.ScopeUser, "u1")
+	ok(t, err)
+	eq(t, "overwritten", string(got), `{"a":2}`)
+	got, err = r.Get(ctx, f.bot.ID, store.ScopeConversation, "u1")
+	ok(t, err)
+	eq(t, "by scope", string(got), `{"c":1}`)
+	got, err = r.Get(ctx, other.ID, store.ScopeUser, "u1")
+	ok(t, err)
+	eq(t, "by bot", string(got), `{"o":1}`)
+	got, err = r.Get(ctx, f.bot.ID, store.ScopeBot, f.bot.ID)
+	ok(t, err)
+	if got != nil {
+		t.Fatalf("bot state = %s, want nil", got)
+	}
+}
+
+func testLeases(t *testing.T, db store.DB) {
+	ctx := t.Context()
+	r := db.Leases()
+	acquire := func(name, holder string, ttl time.Duration) bool {
+		t.Helper()
+		got, err := r.Acquire(ctx, name, holder, ttl)
+		ok(t, err)
+		return got
+	}
+	eq(t, "first acquire", acquire("l", "h1", time.Minute), true)
+	eq(t, "held by another", acquire("l", "h2", time.Minute), false)
+	eq(t, "renew by holder", acquire("l", "h1", time.Minute), true)
+	eq(t, "other names are free", acquire("m", "h2", time.Minute), true)
+
+	ok(t, r.Release(ctx, "l", "h2")) // not the holder: no effect
+	eq(t, "still held after wrong release", acquire("l", "h2", time.Minute), false)
+	ok(t, r.Release(ctx, "l", "h1"))
+	eq(t, "free after release", acquire("l", "h2", time.Minute), true)
+	ok(t, r.Release(ctx, "nope", "h1"))
+
+	eq(t, "short lease", acquire("e", "h1", 20*time.Millisecond), true)
+	eq(t, "still held", acquire("e", "h2", time.Minute), false)
+	time.Sleep(60 * time.Millisecond)
+	eq(t, "taken over after expiry", acquire("e", "h2", time.Minute), true)
+	eq(t, "old holder refused", acquire("e", "h1", time.Minute), false)
+
+	// Concurrent contenders: exactly one wins.
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	wins := 0
+	for i := range 10 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			got, err := r.Acquire(ctx, "race", fmt.Sprint("h", i), time.Minute)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			if got {
+				mu.Lock()
+				wins++
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	eq(t, "one winner", wins, 1)
+}
+
+func testInTx(t *testing.T, db store.DB) {
+	ctx := t.Context()
+	boom := errors.New("boom")
+
+	err := db.InTx(ctx, func(tx store.Store) error {
+		a := newAccount(t, tx, "rollback@example.com")
+		// The transaction sees its own writes.
+		_, err := tx.Accounts().Get(ctx, a.ID)
+		ok(t, err)
+		newWorkspace(t, tx, a, "rb", 0)
+		return boom
+	})
+	if !errors.Is(err, boom) {
+		t.Fatalf("InTx error = %v, want boom", err)
+	}
+	_, err = db.Accounts().GetByEmail(ctx, "rollback@example.com")
+	wantErr(t, err, model.ErrNotFound)
+	_, err = db.Workspaces().GetByHandle(ctx, "rb")
+	wantErr(t, err, model.ErrNotFound)
+
+	// Nested calls join the outer transaction: an outer failure undoes the
+	// inner work, even though the inner call succeeded.
+	err = db.InTx(ctx, func(tx store.Store) error {
+		ok(t, tx.InTx(ctx, func(inner store.Store) error {
+			newAccount(t, inner, "inner@example.com")
+			return nil
+		}))
+		return boom
+	})
+	if !errors.Is(err, boom) {
+		t.Fatalf("nested InTx error = %v", err)
+	}
+	_, err = db.Accounts().GetByEmail(ctx, "inner@example.com")
+	wantErr(t, err, model.ErrNotFound)
+
+	// A model error from a store call inside comes back unchanged.
+	newAccount(t, db, "dup@example.com")
+	err = db.InTx(ctx, func(tx store.Store) error {
+		newAccount(t, tx, "first@example.com")
+		return tx.Accounts().Create(ctx, &model.Account{Email: "dup@example.com"})
+	})
+	wantErr(t, err, model.ErrAlreadyExists)
+	_, err = db.Accounts().GetByEmail(ctx, "first@example.com")
+	wantErr(t, err, model.ErrNotFound)
+
+	// Success commits.
+	ok(t, db.InTx(ctx, func(tx store.Store) error {
+		newAccount(t, tx, "commit@example.com")
+		return nil
+	}))
+	_, err = db.Accounts().GetByEmail(ctx, "commit@example.com")
+	ok(t, err)
+
+	// A panic rolls back and propagates.
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Fatal("panic swallowed")
+			}
+		}()
+		_ = db.InTx(ctx, func(tx store.Store) error {
+			newAccount(t, tx, "panic@example.com")
+			panic("boom")
+		})
+	}()
+	_, err = db.Accounts().GetByEmail(ctx, "panic@example.com")
+	wantErr(t, err, model.ErrNotFound)
+}

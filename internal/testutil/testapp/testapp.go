@@ -1,0 +1,101 @@
+// Package testapp starts real Parley servers on loopback for tests and runs
+// the Node.js compatibility scripts (the official Botpress clients) against
+// them.
+package testapp
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/parley-bots/parley/internal/app"
+)
+
+// Config returns a server configuration on a free loopback port with a
+// fresh data directory; databaseURL "" means SQLite.
+func Config(t testing.TB, databaseURL string) app.Config {
+	return app.Config{Addr: "127.0.0.1:0", DataDir: t.TempDir(), DatabaseURL: databaseURL,
+		LogFormat: "text", LogLevel: "warn"}
+}
+
+// Start starts a server and stops it when the test ends.
+func Start(t testing.TB, cfg app.Config) *app.App {
+	t.Helper()
+	a, err := app.Start(context.Background(), cfg, Logger(t))
+	if err != nil {
+		t.Fatalf("start parley: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := a.Shutdown(ctx); err != nil {
+			t.Errorf("shutdown: %v", err)
+		}
+	})
+	return a
+}
+
+// Logger returns a logger that writes warnings and errors to the test log
+// (set PARLEY_TEST_LOG=debug to see everything).
+func Logger(t testing.TB) *slog.Logger {
+	level := slog.LevelWarn
+	if os.Getenv("PARLEY_TEST_LOG") == "debug" {
+		level = slog.LevelDebug
+	}
+	return slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: level}))
+}
+
+type testWriter struct{ t testing.TB }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
+// RepoRoot is the repository's top directory.
+func RepoRoot() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..", "..")
+}
+
+// CompatDir is where the Node.js compatibility scripts and their
+// node_modules live.
+func CompatDir() string { return filepath.Join(RepoRoot(), "tests", "compat") }
+
+// RunNode runs a compatibility script with node and fails the test with its
+// output when it fails. node and the npm packages are required: the test
+// command installs them (see README); a missing one is a failure, not a
+// skip, so CI cannot pass without the real clients.
+func RunNode(t testing.TB, script string, env map[string]string) string {
+	t.Helper()
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Fatalf("node is required for the compatibility tests: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(CompatDir(), "node_modules", "@botpress")); err != nil {
+		t.Fatalf("npm packages missing: run `npm ci` in tests/compat (the test script does it): %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, script)
+	cmd.Dir = CompatDir()
+	cmd.Env = os.Environ()
+	for k, v := range env {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	var out strings.Builder
+	cmd.Stdout = &out
+	cmd.Stderr = io.MultiWriter(&out)
+	err = cmd.Run()
+	if err != nil {
+		t.Fatalf("node %s failed: %v\n%s", script, err, out.String())
+	}
+	return out.String()
+}
