@@ -29,10 +29,14 @@ func engines(t *testing.T, fn func(t *testing.T, cfg func() app.Config)) {
 	})
 }
 
-func defaultWorkspace(t *testing.T, a *app.App) string {
+func defaultWorkspace(t *testing.T, a *app.App, token ...string) string {
 	t.Helper()
 	ctx := context.Background()
-	p, err := a.Service().Authenticate(ctx, a.AdminToken)
+	tok := a.AdminToken
+	if len(token) > 0 {
+		tok = token[0]
+	}
+	p, err := a.Service().Authenticate(ctx, tok)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +106,7 @@ func TestRestartKeepsDataAndDoesNotBootstrapAgain(t *testing.T) {
 		if second.AdminToken != "" {
 			t.Fatal("second start bootstrapped again")
 		}
-		if got := defaultWorkspace(t, second); got != ws {
+		if got := defaultWorkspace(t, second, token); got != ws {
 			t.Fatalf("workspace changed across restart: %s != %s", got, ws)
 		}
 		n, err := second.Service().Store().Accounts().Count(ctx)

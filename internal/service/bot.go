@@ -121,6 +121,9 @@ func (s *Service) CreateBot(ctx context.Context, c *Caller, in BotWrite) (*BotVi
 			if err := s.deployCode(ctx, tx, b, *in.Code, now); err != nil {
 				return err
 			}
+			if err := tx.Bots().Update(ctx, b); err != nil {
+				return err
+			}
 		}
 		if err := s.audit(ctx, tx, c.Workspace.ID, &c.Principal, model.AuditCreateBot, b.ID, b.Name, ""); err != nil {
 			return err

@@ -5,7 +5,6 @@
 package storetest
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"

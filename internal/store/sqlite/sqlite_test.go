@@ -1,0 +1,68 @@
+package sqlite_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/parley-bots/parley/internal/store"
+	"github.com/parley-bots/parley/internal/store/sqlite"
+	"github.com/parley-bots/parley/internal/store/sqlstore"
+	"github.com/parley-bots/parley/internal/store/storetest"
+	"github.com/parley-bots/parley/internal/testutil/testdb"
+)
+
+func TestStore(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) store.DB { return testdb.SQLite(t) })
+}
+
+func TestReopen(t *testing.T) {
+	ctx := context.Background()
+	path := testdb.SQLitePath(t)
+	db, err := sqlite.Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	// Reopening an up-to-date database applies nothing and succeeds.
+	db, err = sqlite.Open(ctx, path)
+	if err != nil {
+		t.Fatalf("reopen: %v", err)
+	}
+	defer db.Close()
+	v, err := db.(*sqlstore.DB).SchemaVersion(ctx)
+	if err != nil || v != sqlstore.LatestVersion() {
+		t.Fatalf("SchemaVersion = %d, %v; want %d", v, err, sqlstore.LatestVersion())
+	}
+}
+
+func TestRefusesNewerSchema(t *testing.T) {
+	ctx := context.Background()
+	path := testdb.SQLitePath(t)
+	db, err := sqlite.Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = db.(*sqlstore.DB).SQL().ExecContext(ctx, `INSERT INTO schema_migrations (version, applied_at) VALUES (?, 0)`, sqlstore.LatestVersion()+1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Migrated(ctx); err == nil {
+		t.Fatal("Migrated accepted a newer schema")
+	}
+	db.Close()
+	db, err = sqlite.Open(ctx, path)
+	if err == nil {
+		db.Close()
+		t.Fatal("opened a database newer than the binary")
+	}
+	if !strings.Contains(err.Error(), "newer") {
+		t.Fatalf("unclear error: %v", err)
+	}
+}
+
+func TestOpenRejectsMemory(t *testing.T) {
+	if _, err := sqlite.Open(context.Background(), ":memory:"); err == nil {
+		t.Fatal(":memory: accepted (each pooled connection would be a separate database)")
+	}
+}
