@@ -116,6 +116,9 @@ func tokenCreate(ctx context.Context, args []string, getenv func(string) string,
 	if *dbURL != "" {
 		db, err = postgres.Open(ctx, *dbURL)
 	} else {
+		if err := os.MkdirAll(*dataDir, 0o700); err != nil {
+			return err
+		}
 		db, err = sqlite.Open(ctx, filepath.Join(*dataDir, "parley.db"))
 	}
 	if err != nil {

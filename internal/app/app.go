@@ -13,7 +13,9 @@ import (
 	"time"
 
 	"github.com/parley-bots/parley/internal/httpapi/admin"
+	"github.com/parley-bots/parley/internal/httpapi/chat"
 	"github.com/parley-bots/parley/internal/httpapi/httpx"
+	"github.com/parley-bots/parley/internal/realtime"
 	"github.com/parley-bots/parley/internal/service"
 	"github.com/parley-bots/parley/internal/store"
 	"github.com/parley-bots/parley/internal/store/postgres"
@@ -28,6 +30,7 @@ type App struct {
 	svc      *service.Service
 	listener net.Listener
 	server   *http.Server
+	hub      *realtime.Hub
 	closers  []func(context.Context) error // run in reverse order on shutdown
 	// URL is the public base URL.
 	URL string
@@ -78,11 +81,12 @@ func (a *App) start(ctx context.Context) error {
 		return err
 	}
 	a.server = &http.Server{
-		Handler:           httpx.AccessLog(a.log, mux),
+		Handler:           httpx.AccessLog(a.log, chat.FoldSlashes(mux)),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
 	}
+	a.server.RegisterOnShutdown(a.hub.Close) // SSE streams end before Shutdown waits on them
 	go func() {
 		if err := a.server.Serve(a.listener); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			a.log.Error("server stopped", "err", err)
@@ -99,7 +103,27 @@ func (a *App) wire(ctx context.Context, mux *http.ServeMux) error {
 	})
 	mux.HandleFunc("GET /readyz", a.readyz)
 	mux.Handle("/v1/admin/", admin.NewHandler(a.svc))
+	a.wireChat(ctx, mux)
 	return nil
+}
+
+// wireChat builds the realtime hub (with the PostgreSQL broker when several
+// nodes may share the database) and the turn dispatcher, and mounts the
+// Chat API.
+func (a *App) wireChat(ctx context.Context, mux *http.ServeMux) {
+	var broker realtime.Broker
+	turns := service.DispatcherOptions{}
+	if a.db.Engine() == "postgres" {
+		broker = realtime.NewPGBroker(a.cfg.DatabaseURL, "")
+		turns.Leases = true
+	}
+	a.hub = realtime.NewHub(a.db.Chat(), broker, realtime.Options{Log: a.log})
+	a.hub.Start(ctx)
+	a.svc.SetPublisher(a.hub)
+	d := service.NewDispatcher(a.svc, turns)
+	d.Start(ctx)
+	a.closers = append(a.closers, func(context.Context) error { a.hub.Close(); d.Stop(); return nil })
+	mux.Handle("/chat/", chat.NewHandler(a.svc, a.hub))
 }
 
 // readyz reports whether the store answers and its schema is migrated.

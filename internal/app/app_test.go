@@ -3,6 +3,7 @@ package app_test
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -163,8 +164,8 @@ func TestErrorBodies(t *testing.T) {
 	ws := defaultWorkspace(t, a)
 	tests := []struct {
 		name, method, path, body, token, workspace string
-		status                                      int
-		typ, mention                                string
+		status                                     int
+		typ, mention                               string
 	}{
 		{"no token", "GET", "/v1/admin/bots", "", "", ws, 401, "Unauthorized", "token"},
 		{"bad token", "GET", "/v1/admin/bots", "", "nope", ws, 401, "Unauthorized", "token"},
@@ -214,5 +215,66 @@ func TestErrorBodies(t *testing.T) {
 	bots, _, err := a.Service().ListBots(context.Background(), c, store.BotFilter{}, store.Page{})
 	if err != nil || len(bots) != 0 {
 		t.Fatalf("bots after failed creates: %d %v", len(bots), err)
+	}
+}
+
+// TestGracefulShutdownFinishesInFlightRequests starts a request whose body
+// is still arriving, shuts the server down meanwhile, and checks that the
+// request completes and its bot is stored.
+func TestGracefulShutdownFinishesInFlightRequests(t *testing.T) {
+	ctx := context.Background()
+	c := testapp.Config(t, "")
+	a, err := app.Start(ctx, c, testapp.Logger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws := defaultWorkspace(t, a)
+	token := a.AdminToken
+	body, writer := io.Pipe()
+	req, _ := http.NewRequest("POST", a.URL+"/v1/admin/bots", body)
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("x-workspace-id", ws)
+	type result struct {
+		status int
+		err    error
+	}
+	done := make(chan result, 1)
+	go func() {
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			done <- result{0, err}
+			return
+		}
+		res.Body.Close()
+		done <- result{res.StatusCode, nil}
+	}()
+	writer.Write([]byte(`{"name":"in-fli`))
+	time.Sleep(100 * time.Millisecond) // the handler is now reading the body
+	stopped := make(chan error, 1)
+	go func() {
+		sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		stopped <- a.Shutdown(sctx)
+	}()
+	time.Sleep(100 * time.Millisecond)
+	select {
+	case err := <-stopped:
+		t.Fatalf("shutdown returned before the in-flight request finished: %v", err)
+	default:
+	}
+	writer.Write([]byte(`ght"}`))
+	writer.Close()
+	if r := <-done; r.err != nil || r.status != 200 {
+		t.Fatalf("in-flight request: %d %v", r.status, r.err)
+	}
+	if err := <-stopped; err != nil {
+		t.Fatalf("shutdown: %v", err)
+	}
+	again := testapp.Start(t, c)
+	p, _ := again.Service().Authenticate(ctx, token)
+	caller, _ := again.Service().InWorkspace(ctx, p, ws)
+	bots, _, err := again.Service().ListBots(ctx, caller, store.BotFilter{}, store.Page{})
+	if err != nil || len(bots) != 1 || bots[0].Name != "in-flight" {
+		t.Fatalf("bots after restart: %v %v", bots, err)
 	}
 }

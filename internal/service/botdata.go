@@ -107,10 +107,16 @@ func (s *Service) DeleteBotIssue(ctx context.Context, c *Caller, botID, issueID 
 	if err := c.require(model.PermWriteBots); err != nil {
 		return err
 	}
-	if _, err := s.bot(ctx, c, botID); err != nil {
+	b, err := s.bot(ctx, c, botID)
+	if err != nil {
 		return err
 	}
-	return s.store.Issues().Delete(ctx, botID, issueID)
+	return s.store.InTx(ctx, func(tx store.Store) error {
+		if err := tx.Issues().Delete(ctx, botID, issueID); err != nil {
+			return err
+		}
+		return s.audit(ctx, tx, c.Workspace.ID, &c.Principal, model.AuditUpdateBot, b.ID, b.Name, "issue "+issueID+" dismissed")
+	})
 }
 
 // ListBotIssueEvents lists the occurrences of an issue, newest first.
