@@ -41,6 +41,12 @@ type instance struct {
 
 var errInit = &interruption{problem: &Problem{Code: ProblemTimeout}}
 
+// Limits of the built-in guards in prelude.js (see docs/runtime.md).
+const (
+	maxJSONDepth = 1000  // JSON.stringify nesting
+	maxApplyArgs = 65536 // arguments spread by apply/Reflect.apply/construct
+)
+
 // newInstance creates a runtime, installs the API and evaluates the code's
 // top level within the init budget. Errors are 400s with line and column.
 func (e *Engine) newInstance(p *program) (*instance, error) {
@@ -70,6 +76,8 @@ func (e *Engine) newInstance(p *program) (*instance, error) {
 	}
 	limits := vm.NewObject()
 	_ = limits.Set("maxStringLength", e.opts.MaxStringLength)
+	_ = limits.Set("maxDepth", maxJSONDepth)
+	_ = limits.Set("maxArgs", maxApplyArgs)
 
 	pv, err := vm.RunProgram(preludeProgram)
 	if err != nil {
@@ -84,6 +92,7 @@ func (e *Engine) newInstance(p *program) (*instance, error) {
 	_ = vm.Set("bot", api.Get("bot"))
 	_ = vm.Set("console", api.Get("console"))
 	in.turnFn, _ = goja.AssertFunction(api.Get("turn"))
+	in.stringify, _ = goja.AssertFunction(api.Get("stringify"))
 	lock, _ := goja.AssertFunction(api.Get("lock"))
 
 	timer := time.AfterFunc(e.opts.InitTimeout, func() { vm.Interrupt(errInit) })
@@ -302,6 +311,12 @@ func (t *turn) failErr(err error) {
 			}
 			t.fail(&p)
 		}
+		return
+	}
+	var so *goja.StackOverflowError
+	if errors.As(err, &so) {
+		t.fail(&Problem{Code: ProblemUncaught, Title: "Uncaught error in bot code",
+			Description: fmt.Sprintf("RangeError: Maximum call stack size (%d) exceeded%s", t.e.opts.MaxCallStackSize, where(so.Stack()))})
 		return
 	}
 	var ex *goja.Exception
@@ -523,11 +538,10 @@ func (in *instance) format(v goja.Value) string {
 // before_incoming_message hook, which may have changed event.payload.
 func (in *instance) nativeRefresh(call goja.FunctionCall) goja.Value {
 	ev := call.Argument(0).ToObject(in.vm)
-	p, ok := ev.Get("payload").(*goja.Object)
-	if !ok || p.ClassName() != "Object" {
-		in.throwType("event.payload must be an object")
+	m, ok := in.encodeObject(ev.Get("payload"), "event.payload", in.e.opts.MaxPayloadBytes)
+	if !ok {
+		return goja.Undefined()
 	}
-	m, _ := p.Export().(map[string]any)
 	if typ, ok := m["type"].(string); ok {
 		_ = ev.Set("type", typ)
 	}

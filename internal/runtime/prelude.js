@@ -171,24 +171,101 @@
     }
   }
 
-  // Single built-in calls that allocate their whole result at once cannot be
-  // interrupted; refuse absurd sizes up front (see docs/runtime.md, Limits).
-  var maxLen = limits.maxStringLength;
-  function guard(proto, name, size) {
-    var orig = proto[name];
-    Object.defineProperty(proto, name, {
-      value: function () {
-        if (size(this, arguments) > maxLen) throw new RangeErr('Invalid string length');
-        return orig.apply(this, arguments);
-      },
-      writable: true, configurable: true, enumerable: false
-    });
+  // Guards. goja checks its interrupt flag between JS instructions only, so
+  // one built-in call that loops over a huge length or allocates a huge
+  // result cannot be stopped by the time budget nor the memory watchdog.
+  // Refuse absurd sizes before the built-in starts (docs/runtime.md, Limits).
+  var maxLen = limits.maxStringLength, maxDepth = limits.maxDepth, maxArgs = limits.maxArgs;
+  var rApply = Reflect.apply, rConstruct = Reflect.construct, isArray = Array.isArray, defineProperty = Object.defineProperty;
+  function define(obj, name, value) {
+    defineProperty(obj, name, { value: value, writable: true, configurable: true, enumerable: false });
   }
-  guard(String.prototype, 'repeat', function (s, a) { return String(s).length * Number(a[0]); });
-  guard(String.prototype, 'padStart', function (s, a) { return Number(a[0]); });
-  guard(String.prototype, 'padEnd', function (s, a) { return Number(a[0]); });
-  guard(Array.prototype, 'join', function (s, a) { return s.length; });
-  guard(Array.prototype, 'fill', function (s, a) { return s.length; });
+  function lenOf(x) {
+    if (x === null || (typeof x !== 'object' && typeof x !== 'function')) return 0;
+    var l = x.length;
+    return typeof l === 'number' ? l : 0;
+  }
+  function tooBig(what) { return new RangeErr(what + ': size over the sandbox limit of ' + maxLen); }
+  function guard(obj, name, check) {
+    var orig = obj[name];
+    if (typeof orig !== 'function') return;
+    var g = function () {
+      check(this, arguments);
+      return rApply(orig, this, arguments);
+    };
+    defineProperty(g, 'name', { value: name, configurable: true });
+    define(obj, name, g);
+  }
+  function thisLen(name) {
+    return function (self) { if (lenOf(self) > maxLen) throw tooBig('Array.prototype.' + name); };
+  }
+  guard(String.prototype, 'repeat', function (s, a) { if (String(s).length * Number(a[0]) > maxLen) throw tooBig('String.prototype.repeat'); });
+  guard(String.prototype, 'padStart', function (s, a) { if (Number(a[0]) > maxLen) throw tooBig('String.prototype.padStart'); });
+  guard(String.prototype, 'padEnd', function (s, a) { if (Number(a[0]) > maxLen) throw tooBig('String.prototype.padEnd'); });
+  var arrayMethods = ['concat', 'copyWithin', 'every', 'fill', 'filter', 'find', 'findIndex', 'findLast', 'findLastIndex',
+    'flat', 'flatMap', 'forEach', 'includes', 'indexOf', 'join', 'lastIndexOf', 'map', 'reduce', 'reduceRight',
+    'reverse', 'shift', 'slice', 'some', 'sort', 'splice', 'toLocaleString', 'toReversed', 'toSorted', 'toSpliced',
+    'toString', 'unshift', 'with'];
+  for (var m = 0; m < arrayMethods.length; m++) guard(Array.prototype, arrayMethods[m], thisLen(arrayMethods[m]));
+  function argsLen(what, i) {
+    return function (self, a) { if (lenOf(a[i]) > maxArgs) throw new RangeErr(what + ': more than ' + maxArgs + ' arguments'); };
+  }
+  guard(Function.prototype, 'apply', argsLen('Function.prototype.apply', 1));
+  guard(Reflect, 'apply', argsLen('Reflect.apply', 2));
+  guard(Reflect, 'construct', argsLen('Reflect.construct', 1));
+  guard(Array, 'from', function (self, a) { if (lenOf(a[0]) > maxLen) throw tooBig('Array.from'); });
 
-  return { bot: bot, console: console, turn: turn, lock: lock };
+  // Constructors taking a size: wrapped in a Proxy so instanceof, subclassing
+  // and .prototype keep working.
+  function sized(name, bytesPer) {
+    var C = globalThis[name];
+    if (typeof C !== 'function') return;
+    function check(a) {
+      var x = a[0], n = typeof x === 'number' ? x : (x instanceof ArrayBuffer ? 0 : lenOf(x));
+      if (n * bytesPer > maxLen) throw tooBig(name);
+    }
+    var P = new Proxy(C, {
+      construct: function (t, a, nt) { check(a); return rConstruct(t, a, nt === P ? t : nt); },
+      apply: function (t, self, a) { check(a); return rApply(t, self, a); }
+    });
+    define(C.prototype, 'constructor', P);
+    define(globalThis, name, P);
+  }
+  sized('Array', 1);
+  var typed = { Int8Array: 1, Uint8Array: 1, Uint8ClampedArray: 1, Int16Array: 2, Uint16Array: 2, Int32Array: 4, Uint32Array: 4,
+    Float32Array: 4, Float64Array: 8, BigInt64Array: 8, BigUint64Array: 8 };
+  var tn = keys(typed);
+  for (var k = 0; k < tn.length; k++) sized(tn[k], typed[tn[k]]);
+  sized('ArrayBuffer', 1);
+
+  // JSON.stringify recurses natively and checks for cycles in O(depth²):
+  // walk the value first (interruptible JS) and refuse deep nesting.
+  var origStringify = JSON.stringify;
+  function checkDepth(v) {
+    if (v === null || typeof v !== 'object') return;
+    var stack = [v], depths = [1];
+    while (stack.length > 0) {
+      var o = stack.pop(), d = depths.pop(), x, i;
+      if (d > maxDepth) throw new RangeErr('JSON.stringify: value nested deeper than ' + maxDepth + ' levels (or circular)');
+      if (isArray(o)) {
+        for (i = 0; i < o.length; i++) {
+          x = o[i];
+          if (x !== null && typeof x === 'object') { stack.push(x); depths.push(d + 1); }
+        }
+      } else {
+        var ks = keys(o);
+        for (i = 0; i < ks.length; i++) {
+          x = o[ks[i]];
+          if (x !== null && typeof x === 'object') { stack.push(x); depths.push(d + 1); }
+        }
+      }
+    }
+  }
+  var stringify = function stringify(value, replacer, space) {
+    checkDepth(value);
+    return origStringify(value, replacer, space);
+  };
+  define(JSON, 'stringify', stringify);
+
+  return { bot: bot, console: console, turn: turn, lock: lock, stringify: stringify };
 })

@@ -79,8 +79,13 @@ func (s *Service) Store() store.DB { return s.store }
 // PublicURL is the base of URLs shown to users.
 func (s *Service) PublicURL() string { return s.publicURL }
 
-// Ready reports whether the store is reachable.
-func (s *Service) Ready(ctx context.Context) error { return s.store.Ping(ctx) }
+// Ready reports whether the store is reachable and its schema migrated.
+func (s *Service) Ready(ctx context.Context) error {
+	if err := s.store.Ping(ctx); err != nil {
+		return err
+	}
+	return s.store.Migrated(ctx)
+}
 
 type nopPublisher struct{}
 

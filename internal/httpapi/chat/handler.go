@@ -4,7 +4,11 @@
 package chat
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
+	"io"
 	"net/http"
 	"strings"
 
@@ -131,6 +135,23 @@ func (h *handler) hello(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write([]byte("Hello from Parley's Chat API"))
 }
 
+// decode reads a JSON body: httpx.Decode after a strict well-formedness
+// check (trailing bytes after the object are refused too).
+func decode(r *http.Request, dst any, strict bool) error {
+	data, err := io.ReadAll(r.Body)
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			return httpx.TooLarge(tooBig.Limit)
+		}
+		return model.Invalid("could not read the request body: %v", err)
+	}
+	if t := bytes.TrimSpace(data); len(t) > 0 && !json.Valid(t) {
+		return model.Invalid("malformed JSON in the request body")
+	}
+	return httpx.DecodeBytes(data, dst, strict)
+}
+
 // reply writes a success body, or the error.
 func reply(w http.ResponseWriter, r *http.Request, status int, body any, err error) {
 	if err != nil {
@@ -150,7 +171,7 @@ type nextMeta struct {
 
 func (h *handler) createUser(w http.ResponseWriter, r *http.Request, sc *service.ChatScope) {
 	var in service.ChatUserInput
-	if err := httpx.Decode(r, &in, false); err != nil {
+	if err := decode(r, &in, false); err != nil {
 		httpx.WriteError(w, r, err)
 		return
 	}
@@ -188,7 +209,7 @@ func (f userFields) input() service.ChatUserInput {
 
 func (h *handler) getOrCreateUser(w http.ResponseWriter, r *http.Request, c *service.ChatCaller) {
 	var in userFields
-	if err := httpx.Decode(r, &in, false); err != nil {
+	if err := decode(r, &in, false); err != nil {
 		httpx.WriteError(w, r, err)
 		return
 	}
@@ -202,7 +223,7 @@ func (h *handler) getOrCreateUser(w http.ResponseWriter, r *http.Request, c *ser
 
 func (h *handler) updateUser(w http.ResponseWriter, r *http.Request, c *service.ChatCaller) {
 	var in userFields
-	if err := httpx.Decode(r, &in, false); err != nil {
+	if err := decode(r, &in, false); err != nil {
 		httpx.WriteError(w, r, err)
 		return
 	}
@@ -228,7 +249,7 @@ type idBody struct {
 
 func (h *handler) createConversation(w http.ResponseWriter, r *http.Request, c *service.ChatCaller) {
 	var in idBody
-	if err := httpx.Decode(r, &in, false); err != nil {
+	if err := decode(r, &in, false); err != nil {
 		httpx.WriteError(w, r, err)
 		return
 	}
@@ -242,7 +263,7 @@ func (h *handler) createConversation(w http.ResponseWriter, r *http.Request, c *
 
 func (h *handler) getOrCreateConversation(w http.ResponseWriter, r *http.Request, c *service.ChatCaller) {
 	var in idBody
-	if err := httpx.Decode(r, &in, false); err != nil {
+	if err := decode(r, &in, false); err != nil {
 		httpx.WriteError(w, r, err)
 		return
 	}
@@ -332,7 +353,7 @@ func (h *handler) addParticipant(w http.ResponseWriter, r *http.Request, c *serv
 	var in struct {
 		UserID *string `json:"userId"`
 	}
-	if err := httpx.Decode(r, &in, false); err != nil {
+	if err := decode(r, &in, false); err != nil {
 		httpx.WriteError(w, r, err)
 		return
 	}
@@ -379,7 +400,7 @@ type messageBody struct {
 
 func (h *handler) createMessage(w http.ResponseWriter, r *http.Request, c *service.ChatCaller) {
 	var in service.ChatMessageInput
-	if err := httpx.Decode(r, &in, false); err != nil {
+	if err := decode(r, &in, false); err != nil {
 		httpx.WriteError(w, r, err)
 		return
 	}
@@ -411,7 +432,7 @@ type eventBody struct {
 func (h *handler) createEvent(w http.ResponseWriter, r *http.Request, c *service.ChatCaller) {
 	var in service.ChatEventInput
 	// SPEC: no other properties are allowed on the body.
-	if err := httpx.Decode(r, &in, true); err != nil {
+	if err := decode(r, &in, true); err != nil {
 		httpx.WriteError(w, r, err)
 		return
 	}

@@ -204,7 +204,9 @@ func testLogs(t *testing.T, db store.DB) {
 	ok(t, db.Logs().Append(ctx, &model.LogEntry{BotID: other.ID, Level: "info", Message: "line other"}))
 	ok(t, db.Logs().Append(ctx))
 
-	idsOf := func(ls []*model.LogEntry) []string { return ids(ls, func(l *model.LogEntry) string { return l.Message }) }
+	idsOf := func(ls []*model.LogEntry) []string {
+		return ids(ls, func(l *model.LogEntry) string { return l.Message })
+	}
 	cases := []struct {
 		name string
 		f    model.LogFilter

@@ -22,7 +22,9 @@ func testPagination(t *testing.T, db store.DB) {
 	for i := range 45 {
 		want = append([]string{newMessage(t, db, c, "", i).ID}, want...)
 	}
-	list := func(p store.Page) ([]*model.Message, string, error) { return db.Chat().ListMessages(ctx, f.bot.ID, c.ID, p) }
+	list := func(p store.Page) ([]*model.Message, string, error) {
+		return db.Chat().ListMessages(ctx, f.bot.ID, c.ID, p)
+	}
 
 	p1, next, err := list(store.Page{Size: 20})
 	ok(t, err)
@@ -151,9 +153,13 @@ func testConversations(t *testing.T, db store.DB) {
 	_, err = r.GetConversation(ctx, f.bot.ID, "nope")
 	wantErr(t, err, model.ErrNotFound)
 
-	mine := collect(t, 1, func(p store.Page) ([]*model.Conversation, string, error) { return r.ListConversations(ctx, f.bot.ID, "u1", p) })
+	mine := collect(t, 1, func(p store.Page) ([]*model.Conversation, string, error) {
+		return r.ListConversations(ctx, f.bot.ID, "u1", p)
+	})
 	eq(t, "owned, newest first", ids(mine, convID), []string{c3.ID, c1.ID})
-	everything := collect(t, 2, func(p store.Page) ([]*model.Conversation, string, error) { return r.ListBotConversations(ctx, f.bot.ID, p) })
+	everything := collect(t, 2, func(p store.Page) ([]*model.Conversation, string, error) {
+		return r.ListBotConversations(ctx, f.bot.ID, p)
+	})
 	eq(t, "all, newest first", ids(everything, convID), []string{c3.ID, c2.ID, c1.ID})
 
 	// Deleting a conversation takes its content with it.
@@ -202,7 +208,9 @@ func testParticipants(t *testing.T, db store.DB) {
 	wantErr(t, r.AddParticipant(ctx, f.bot.ID, c.ID, "u4", at(9)), model.ErrAlreadyExists)
 	wantErr(t, r.AddParticipant(ctx, f.bot.ID, c.ID, "ghost", at(9)), model.ErrNotFound)
 
-	list := collect(t, 2, func(p store.Page) ([]*model.ChatUser, string, error) { return r.ListParticipants(ctx, f.bot.ID, c.ID, p) })
+	list := collect(t, 2, func(p store.Page) ([]*model.ChatUser, string, error) {
+		return r.ListParticipants(ctx, f.bot.ID, c.ID, p)
+	})
 	eq(t, "order added", ids(list, func(u *model.ChatUser) string { return u.ID }), want)
 	eq(t, "user fields", list[0].Name, "user u4")
 

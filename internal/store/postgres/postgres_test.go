@@ -1,0 +1,95 @@
+package postgres_test
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/parley-bots/parley/internal/store"
+	"github.com/parley-bots/parley/internal/store/postgres"
+	"github.com/parley-bots/parley/internal/store/sqlstore"
+	"github.com/parley-bots/parley/internal/store/storetest"
+	"github.com/parley-bots/parley/internal/testutil/testdb"
+)
+
+// These tests need PostgreSQL (see testdb); they skip when it is
+// unreachable unless PARLEY_TEST_REQUIRE_POSTGRES=1.
+
+func TestStore(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) store.DB { return testdb.Postgres(t) })
+}
+
+// TestConcurrentOpen starts several nodes on one empty schema at once: the
+// advisory lock must let exactly one apply each migration.
+func TestConcurrentOpen(t *testing.T) {
+	ctx := context.Background()
+	url := testdb.PostgresURL(t)
+	const n = 4
+	dbs := make([]store.DB, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			dbs[i], errs[i] = postgres.Open(ctx, url)
+		}()
+	}
+	wg.Wait()
+	for i := range n {
+		if errs[i] != nil {
+			t.Fatalf("open %d: %v", i, errs[i])
+		}
+		defer dbs[i].Close()
+		if err := dbs[i].Migrated(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var rows int
+	if err := dbs[0].(*sqlstore.DB).SQL().QueryRowContext(ctx, `SELECT COUNT(*) FROM schema_migrations`).Scan(&rows); err != nil {
+		t.Fatal(err)
+	}
+	if rows != sqlstore.LatestVersion() {
+		t.Fatalf("schema_migrations has %d rows, want %d", rows, sqlstore.LatestVersion())
+	}
+}
+
+func TestRefusesNewerSchema(t *testing.T) {
+	ctx := context.Background()
+	url := testdb.PostgresURL(t)
+	db, err := postgres.Open(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = db.(*sqlstore.DB).SQL().ExecContext(ctx, `INSERT INTO schema_migrations (version, applied_at) VALUES ($1, 0)`, sqlstore.LatestVersion()+1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Migrated(ctx); err == nil {
+		t.Fatal("Migrated accepted a newer schema")
+	}
+	db.Close()
+	db, err = postgres.Open(ctx, url)
+	if err == nil {
+		db.Close()
+		t.Fatal("opened a database newer than the binary")
+	}
+	if !strings.Contains(err.Error(), "newer") {
+		t.Fatalf("unclear error: %v", err)
+	}
+}
+
+// TestSearchPath checks that the schema in the URL is where tables go.
+func TestSearchPath(t *testing.T) {
+	ctx := context.Background()
+	db := testdb.Postgres(t)
+	var schema string
+	if err := db.(*sqlstore.DB).SQL().QueryRowContext(ctx,
+		`SELECT table_schema FROM information_schema.tables WHERE table_name = 'bots' AND table_schema = current_schema()`).Scan(&schema); err != nil {
+		t.Fatalf("bots table not in the current schema: %v", err)
+	}
+	if !strings.HasPrefix(schema, "parley_test_") {
+		t.Fatalf("tables created in %q", schema)
+	}
+}
