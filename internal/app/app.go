@@ -12,14 +12,17 @@ import (
 	"strings"
 	"time"
 
+	"github.com/parley-bots/parley/internal/blob"
 	"github.com/parley-bots/parley/internal/httpapi/admin"
 	"github.com/parley-bots/parley/internal/httpapi/chat"
 	"github.com/parley-bots/parley/internal/httpapi/httpx"
+	"github.com/parley-bots/parley/internal/httpapi/webchat"
 	"github.com/parley-bots/parley/internal/realtime"
 	"github.com/parley-bots/parley/internal/service"
 	"github.com/parley-bots/parley/internal/store"
 	"github.com/parley-bots/parley/internal/store/postgres"
 	"github.com/parley-bots/parley/internal/store/sqlite"
+	"github.com/parley-bots/parley/internal/web"
 )
 
 // App is a running Parley server.
@@ -104,6 +107,9 @@ func (a *App) wire(ctx context.Context, mux *http.ServeMux) error {
 	mux.HandleFunc("GET /readyz", a.readyz)
 	mux.Handle("/v1/admin/", admin.NewHandler(a.svc))
 	a.wireChat(ctx, mux)
+	if err := a.wireWebchat(mux); err != nil {
+		return err
+	}
 	return nil
 }
 
@@ -204,4 +210,30 @@ func NewLogger(format, level string, out *os.File) *slog.Logger {
 		return slog.New(slog.NewTextHandler(out, opts))
 	}
 	return slog.New(slog.NewJSONHandler(out, opts))
+}
+
+// wireWebchat mounts the Webchat API, the file store behind its uploads,
+// the dashboard's extra admin operations and the built-in pages.
+func (a *App) wireWebchat(mux *http.ServeMux) error {
+	if fp, ok := a.db.(store.FilesProvider); ok && a.db.Engine() == "postgres" {
+		a.svc.SetBlobs(blob.DB{Files: fp.Files()})
+	} else {
+		disk, err := blob.NewDisk(filepath.Join(a.cfg.DataDir, "files"))
+		if err != nil {
+			return err
+		}
+		a.svc.SetBlobs(disk)
+	}
+	mux.Handle("/webchat/", webchat.NewHandler(a.svc, a.hub, webchat.Options{}))
+	adminExtra := webchat.NewAdminHandler(a.svc)
+	mux.Handle("GET /v1/admin/bots/{id}/conversations", adminExtra)
+	mux.Handle("GET /v1/admin/bots/{id}/conversations/{conversationId}/messages", adminExtra)
+	pages, err := web.NewHandler(a.svc)
+	if err != nil {
+		return err
+	}
+	for _, route := range web.Routes {
+		mux.Handle(route, pages)
+	}
+	return nil
 }

@@ -24,7 +24,7 @@ type Event struct {
 	MessageID      string // messages only
 	Payload        map[string]any
 	Preview        string
-	State          map[string]any // user, conversation, bot; filled by the runtime in bot code
+	State          EventState // in bot code, the turn's live state objects
 	Tags           *Tags
 	Trigger        *Trigger // only when a workflow trigger started the turn
 	Type           string
@@ -36,6 +36,29 @@ type Event struct {
 type KB struct {
 	Included []any `json:"included"`
 	Results  []any `json:"results,omitempty"`
+}
+
+// EventState is event.state: the user, conversation and bot state objects
+// (nil shown as {}). RunTurn ignores it and shows TurnInput.States instead.
+type EventState struct {
+	User         map[string]any
+	Conversation map[string]any
+	Bot          map[string]any
+}
+
+// MarshalJSON renders the three states in this order, nil as {}.
+func (s EventState) MarshalJSON() ([]byte, error) {
+	orEmpty := func(m map[string]any) map[string]any {
+		if m == nil {
+			return map[string]any{}
+		}
+		return m
+	}
+	return json.Marshal(struct {
+		User         map[string]any `json:"user"`
+		Conversation map[string]any `json:"conversation"`
+		Bot          map[string]any `json:"bot"`
+	}{orEmpty(s.User), orEmpty(s.Conversation), orEmpty(s.Bot)})
 }
 
 // Tags are the tags linked to the event. All three maps are always shown
@@ -69,7 +92,7 @@ type eventJSON struct {
 	MessageID      string         `json:"messageId,omitempty"`
 	Payload        map[string]any `json:"payload"`
 	Preview        string         `json:"preview"`
-	State          map[string]any `json:"state"`
+	State          EventState     `json:"state"`
 	Tags           *Tags          `json:"tags,omitempty"`
 	Trigger        *Trigger       `json:"trigger,omitempty"`
 	Type           string         `json:"type"`
@@ -86,9 +109,6 @@ func (e Event) MarshalJSON() ([]byte, error) {
 	}
 	if j.Payload == nil {
 		j.Payload = map[string]any{}
-	}
-	if j.State == nil {
-		j.State = map[string]any{}
 	}
 	return json.Marshal(j)
 }

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -150,6 +151,7 @@ type turn struct {
 
 	started   time.Time // for the watchdog
 	killed    bool      // set by the watchdog, under its lock
+	abandoned atomic.Bool
 	aborted   *interruption
 	rejected  []*goja.Promise
 	dropped   int // log lines over the limit
@@ -171,7 +173,7 @@ func (t *turn) run() bool {
 		_ = state.Set(name, in.parseState(raws[i]))
 	}
 	isMessage := ev.MessageID != ""
-	ret, err := in.turnFn(goja.Undefined(), vm.ToValue(isMessage), in.eventObject(ev, state),
+	ret, err := in.turnFn(goja.Undefined(), vm.ToValue(isMessage), in.eventObject(ev, state, true),
 		in.toJSOrUndefined(t.in.Message), in.toJSOrUndefined(t.in.User), in.toJSOrUndefined(t.in.Conversation), state)
 	defer t.flushDropped()
 	if err != nil {
@@ -196,36 +198,27 @@ func (t *turn) run() bool {
 		t.fail(&Problem{Code: ProblemRejection, Title: "Unhandled promise rejection", Description: in.describe(t.rejected[0].Result())})
 		return false
 	}
-	t.res.Stopped = p.Result().ToBoolean()
-	return t.collectStates(state)
+	out, _ := p.Result().Export().([]any)
+	if len(out) != 4 {
+		t.fail(&Problem{Code: ProblemInternal, Title: "Internal error", Description: "unexpected turn result"})
+		return false
+	}
+	t.res.Stopped, _ = out[0].(bool)
+	return t.collectStates(out[1:])
 }
 
 var stateNames = [3]string{"user", "conversation", "bot"}
 
-// collectStates serializes the three states, checks them and keeps those
-// whose JSON changed.
-func (t *turn) collectStates(state *goja.Object) bool {
-	in := t.inst
+// collectStates checks the states' JSON (serialized by the prelude; nil
+// when not a plain object) and keeps those that changed.
+func (t *turn) collectStates(saved []any) bool {
 	raws := [3]json.RawMessage{t.in.States.User, t.in.States.Conversation, t.in.States.Bot}
 	var out [3]json.RawMessage
 	for i, name := range stateNames {
-		v := state.Get(name)
-		var s string
-		switch {
-		case v == nil || goja.IsUndefined(v) || goja.IsNull(v):
-			s = "{}"
-		default:
-			o, ok := v.(*goja.Object)
-			if !ok || o.ClassName() == "Array" || o.ClassName() == "Function" {
-				t.fail(&Problem{Code: ProblemInvalidState, Title: "Invalid state", Description: "state." + name + " must be a plain object"})
-				return true
-			}
-			j, err := in.stringify(goja.Undefined(), v)
-			if err != nil {
-				t.failErr(err)
-				return false
-			}
-			s = j.String()
+		s, ok := saved[i].(string)
+		if !ok {
+			t.fail(&Problem{Code: ProblemInvalidState, Title: "Invalid state", Description: "state." + name + " must be a plain object"})
+			return true
 		}
 		if len(s) > t.e.opts.MaxStateBytes {
 			t.fail(&Problem{Code: ProblemStateTooLarge, Title: "State too large",
@@ -297,11 +290,7 @@ func (t *turn) failErr(err error) {
 			t.res.Err = ir.err
 			t.res.States = States{}
 		case ir == errDeadline:
-			budget := t.in.Timeout
-			if budget <= 0 {
-				budget = t.e.opts.DefaultTimeout
-			}
-			budget = min(budget, t.e.opts.MaxTimeout)
+			budget := t.e.budget(t.in.Timeout)
 			t.fail(&Problem{Code: ProblemTimeout, Title: ir.problem.Title,
 				Description: fmt.Sprintf("the turn ran longer than its budget of %s and was stopped%s", budget, where(ie.Stack()))})
 		default:
@@ -538,9 +527,14 @@ func (in *instance) format(v goja.Value) string {
 // before_incoming_message hook, which may have changed event.payload.
 func (in *instance) nativeRefresh(call goja.FunctionCall) goja.Value {
 	ev := call.Argument(0).ToObject(in.vm)
-	m, ok := in.encodeObject(ev.Get("payload"), "event.payload", in.e.opts.MaxPayloadBytes)
-	if !ok {
-		return goja.Undefined()
+	s := call.Argument(1).String() // JSON.stringify(event.payload), done by the prelude
+	if len(s) > in.e.opts.MaxPayloadBytes {
+		return in.abort(&interruption{problem: &Problem{Code: ProblemOutputTooLarge, Title: "Output too large",
+			Description: fmt.Sprintf("event.payload is %d bytes of JSON; the limit is %d", len(s), in.e.opts.MaxPayloadBytes)}})
+	}
+	var m map[string]any
+	if err := json.Unmarshal([]byte(s), &m); err != nil || m == nil {
+		in.throwType("event.payload must be an object")
 	}
 	if typ, ok := m["type"].(string); ok {
 		_ = ev.Set("type", typ)
@@ -573,7 +567,7 @@ func (in *instance) nativeOutgoingEvent(call goja.FunctionCall) goja.Value {
 	if ev.Tags == nil {
 		ev.Tags = NewTags(nil, tags, nil)
 	}
-	return in.eventObject(&ev, call.Argument(3))
+	return in.eventObject(&ev, call.Argument(3), false)
 }
 
 func (in *instance) nativeCreateMessage(call goja.FunctionCall) goja.Value {
@@ -658,7 +652,11 @@ func (in *instance) nativeListMessages(call goja.FunctionCall) goja.Value {
 // optional ones only when set, createdOn a Date, state the turn's state
 // object. It is a fresh object each time, so bot code cannot reach the
 // Go-side event through it.
-func (in *instance) eventObject(ev *Event, state goja.Value) *goja.Object {
+//
+// With msDate, createdOn is left as Unix milliseconds for the prelude to
+// turn into a Date: a Go-side vm.New here would be a top-level call, and
+// goja drops its value stack after each one.
+func (in *instance) eventObject(ev *Event, state goja.Value, msDate bool) *goja.Object {
 	vm := in.vm
 	o := vm.NewObject()
 	set := func(k string, v any) { _ = o.Set(k, v) }
@@ -666,8 +664,12 @@ func (in *instance) eventObject(ev *Event, state goja.Value) *goja.Object {
 	if ev.ConversationID != "" {
 		set("conversationId", ev.ConversationID)
 	}
-	d, _ := vm.New(in.date, vm.ToValue(ev.CreatedOn.UnixMilli()))
-	set("createdOn", d)
+	if msDate {
+		set("createdOn", ev.CreatedOn.UnixMilli())
+	} else {
+		d, _ := vm.New(in.date, vm.ToValue(ev.CreatedOn.UnixMilli()))
+		set("createdOn", d)
+	}
 	dir := ev.Direction
 	if dir == "" {
 		dir = model.DirectionIncoming

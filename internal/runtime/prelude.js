@@ -10,6 +10,7 @@
   var TypeErr = TypeError;
   var Err = Error;
   var RangeErr = RangeError;
+  var DateCtor = Date;
 
   var handlers = { message: [], event: [] };
   var hooks = {
@@ -75,51 +76,67 @@
     return r.conversationId === undefined ? ctx.event.conversationId : r.conversationId;
   }
 
+  // Client methods return promises. Host calls are synchronous, so a
+  // settled promise is returned directly (cheaper than an async function);
+  // an exception becomes a rejection, as it would in an async function.
+  var resolved = Promise.resolve.bind(Promise), rejected = Promise.reject.bind(Promise);
+  function settled(f) {
+    return function (r) {
+      try { return resolved(f(r)); } catch (e) { return rejected(e); }
+    };
+  }
+
+  async function sendWithHooks(ctx, conversationId, r) {
+    // The hooks see a copy as an outgoing event; what they leave in
+    // event.payload is sent, and returning { drop: true } sends nothing.
+    var hs = hooks.before_outgoing_message, res;
+    var ev = native.outgoingEvent(conversationId, r.payload, r.tags, ctx.state);
+    var hctx = { event: ev, message: undefined, user: ctx.user, conversation: ctx.conversation, client: hookClient, logger: logger, state: ctx.state, actions: actions };
+    for (var i = 0; i < hs.length; i++) {
+      res = hs[i](hctx);
+      if (isThenable(res)) res = await res;
+      if (res && res.drop === true) return { message: null };
+    }
+    return { message: native.createMessage(conversationId, ev.payload, r.metadata, r.tags) };
+  }
+
   function makeClient(inHook) {
     return freeze({
-      createMessage: async function (r) {
-        req(r, 'client.createMessage');
-        var ctx = turnCtx('client.createMessage');
-        if (inHook) throw new Err('client.createMessage cannot be called from a before_outgoing_message hook');
-        var conversationId = convId(r, ctx);
-        var payload = r.payload;
-        var hs = hooks.before_outgoing_message;
-        if (hs.length > 0) {
-          // The hook sees a copy as an outgoing event; what it leaves in
-          // event.payload is sent, and returning { drop: true } sends nothing.
-          var ev = native.outgoingEvent(conversationId, payload, r.tags, ctx.state);
-          var hctx = { event: ev, message: undefined, user: ctx.user, conversation: ctx.conversation, client: hookClient, logger: logger, state: ctx.state, actions: actions };
-          for (var i = 0; i < hs.length; i++) {
-            var res = await hs[i](hctx);
-            if (res && res.drop === true) return { message: null };
-          }
-          payload = ev.payload;
+      createMessage: function (r) {
+        try {
+          req(r, 'client.createMessage');
+          var ctx = turnCtx('client.createMessage');
+          if (inHook) throw new Err('client.createMessage cannot be called from a before_outgoing_message hook');
+          var conversationId = convId(r, ctx);
+          if (hooks.before_outgoing_message.length > 0) return sendWithHooks(ctx, conversationId, r);
+          return resolved({ message: native.createMessage(conversationId, r.payload, r.metadata, r.tags) });
+        } catch (e) {
+          return rejected(e);
         }
-        return { message: native.createMessage(conversationId, payload, r.metadata, r.tags) };
       },
-      createEvent: async function (r) {
+      createEvent: settled(function (r) {
         req(r, 'client.createEvent');
         return { event: native.createEvent(convId(r, turnCtx('client.createEvent')), r.payload) };
-      },
-      getMessage: async function (r) {
+      }),
+      getMessage: settled(function (r) {
         req(r, 'client.getMessage');
         turnCtx('client.getMessage');
         return { message: native.getMessage(r.id) };
-      },
-      listMessages: async function (r) {
+      }),
+      listMessages: settled(function (r) {
         req(r, 'client.listMessages');
         return native.listMessages(convId(r, turnCtx('client.listMessages')), r.nextToken);
-      },
-      getUser: async function (r) {
+      }),
+      getUser: settled(function (r) {
         req(r, 'client.getUser');
         turnCtx('client.getUser');
         return { user: native.getUser(r.id) };
-      },
-      getConversation: async function (r) {
+      }),
+      getConversation: settled(function (r) {
         req(r, 'client.getConversation');
         turnCtx('client.getConversation');
         return { conversation: native.getConversation(r.id) };
-      }
+      })
     });
   }
   var client = makeClient(false);
@@ -140,32 +157,61 @@
     freeze(actions);
   }
 
+  // await only what is a promise: most handlers and hooks are synchronous,
+  // and every await costs promise jobs.
+  function isThenable(r) { return r !== null && typeof r === 'object' && typeof r.then === 'function'; }
+
+  // saveState returns the JSON of a state, or null when it is not a plain
+  // object; undefined and null mean {}.
+  function saveState(s) {
+    if (s === undefined || s === null) return '{}';
+    if (typeof s !== 'object' || isArray(s)) return null;
+    return stringify(s);
+  }
+
   async function turn(isMessage, event, message, user, conversation, state) {
+    // createdOn arrives as Unix milliseconds; assigning keeps the key order.
+    event.createdOn = new DateCtor(event.createdOn);
     var ctx = { event: event, message: message, user: user, conversation: conversation, client: client, logger: logger, state: state, actions: actions };
     cur = ctx;
     try {
-      var stopped = false, i, hs;
-      if (isMessage) {
-        hs = hooks.before_incoming_message;
+      var stopped = false, i, hs, r;
+      hs = hooks.before_incoming_message;
+      if (isMessage && hs.length > 0) {
+        // A hook may change event.payload; type and preview follow it.
+        var snap = stringify(event.payload), now;
         for (i = 0; i < hs.length; i++) {
-          var res = await hs[i](ctx);
-          native.refresh(event); // the hook may have changed event.payload
-          if (res && res.stop === true) { stopped = true; break; }
+          r = hs[i](ctx);
+          if (isThenable(r)) r = await r;
+          now = stringify(event.payload);
+          if (now !== snap) { native.refresh(event, now); snap = now; }
+          if (r && r.stop === true) { stopped = true; break; }
         }
       }
       if (!stopped) {
         var list = isMessage ? handlers.message : handlers.event;
         for (i = 0; i < list.length; i++) {
-          if (list[i].type === '*' || list[i].type === event.type) await list[i].fn(ctx);
+          if (list[i].type === '*' || list[i].type === event.type) {
+            r = list[i].fn(ctx);
+            if (isThenable(r)) await r;
+          }
         }
         if (isMessage) {
           hs = hooks.after_incoming_message;
-          for (i = 0; i < hs.length; i++) await hs[i](ctx);
+          for (i = 0; i < hs.length; i++) {
+            r = hs[i](ctx);
+            if (isThenable(r)) await r;
+          }
         }
       }
       hs = hooks.after_turn_end;
-      for (i = 0; i < hs.length; i++) await hs[i](ctx);
-      return stopped;
+      for (i = 0; i < hs.length; i++) {
+        r = hs[i](ctx);
+        if (isThenable(r)) await r;
+      }
+      // Serialized here, inside the turn's call into the runtime: each
+      // separate call from Go would cost goja a fresh value stack.
+      return [stopped, saveState(state.user), saveState(state.conversation), saveState(state.bot)];
     } finally {
       cur = null;
     }
@@ -215,21 +261,26 @@
   guard(Reflect, 'construct', argsLen('Reflect.construct', 1));
   guard(Array, 'from', function (self, a) { if (lenOf(a[0]) > maxLen) throw tooBig('Array.from'); });
 
-  // Constructors taking a size: wrapped in a Proxy so instanceof, subclassing
-  // and .prototype keep working.
+  // Constructors taking a size are replaced by a checking function sharing
+  // their prototype, so instanceof, subclassing and statics keep working
+  // (goja's instanceof does not accept a Proxy).
+  var getOwnNames = Object.getOwnPropertyNames, getOwnSymbols = Object.getOwnPropertySymbols;
+  var getOwnDesc = Object.getOwnPropertyDescriptor, getProto = Object.getPrototypeOf, setProto = Object.setPrototypeOf;
+  var ArrayBufferProto = ArrayBuffer.prototype, isProtoOf = Function.prototype.call.bind(Object.prototype.isPrototypeOf);
   function sized(name, bytesPer) {
     var C = globalThis[name];
     if (typeof C !== 'function') return;
-    function check(a) {
-      var x = a[0], n = typeof x === 'number' ? x : (x instanceof ArrayBuffer ? 0 : lenOf(x));
+    var W = function () {
+      var x = arguments[0];
+      var n = typeof x === 'number' ? x : (x !== null && typeof x === 'object' && isProtoOf(ArrayBufferProto, x) ? 0 : lenOf(x));
       if (n * bytesPer > maxLen) throw tooBig(name);
-    }
-    var P = new Proxy(C, {
-      construct: function (t, a, nt) { check(a); return rConstruct(t, a, nt === P ? t : nt); },
-      apply: function (t, self, a) { check(a); return rApply(t, self, a); }
-    });
-    define(C.prototype, 'constructor', P);
-    define(globalThis, name, P);
+      return new.target ? rConstruct(C, arguments, new.target === W ? C : new.target) : rApply(C, this, arguments);
+    };
+    var own = getOwnNames(C).concat(getOwnSymbols(C));
+    for (var i = 0; i < own.length; i++) defineProperty(W, own[i], getOwnDesc(C, own[i]));
+    setProto(W, getProto(C));
+    define(C.prototype, 'constructor', W);
+    define(globalThis, name, W);
   }
   sized('Array', 1);
   var typed = { Int8Array: 1, Uint8Array: 1, Uint8ClampedArray: 1, Int16Array: 2, Uint16Array: 2, Int32Array: 4, Uint32Array: 4,
@@ -243,22 +294,30 @@
   var origStringify = JSON.stringify;
   function checkDepth(v) {
     if (v === null || typeof v !== 'object') return;
-    var stack = [v], depths = [1];
-    while (stack.length > 0) {
-      var o = stack.pop(), d = depths.pop(), x, i;
+    var stack = null, depths = null, o = v, d = 1, x, i, ks;
+    for (;;) {
       if (d > maxDepth) throw new RangeErr('JSON.stringify: value nested deeper than ' + maxDepth + ' levels (or circular)');
+      // The work lists are only allocated once a nested object shows up.
       if (isArray(o)) {
         for (i = 0; i < o.length; i++) {
           x = o[i];
-          if (x !== null && typeof x === 'object') { stack.push(x); depths.push(d + 1); }
+          if (x !== null && typeof x === 'object') {
+            if (stack === null) { stack = []; depths = []; }
+            stack.push(x); depths.push(d + 1);
+          }
         }
       } else {
-        var ks = keys(o);
+        ks = keys(o);
         for (i = 0; i < ks.length; i++) {
           x = o[ks[i]];
-          if (x !== null && typeof x === 'object') { stack.push(x); depths.push(d + 1); }
+          if (x !== null && typeof x === 'object') {
+            if (stack === null) { stack = []; depths = []; }
+            stack.push(x); depths.push(d + 1);
+          }
         }
       }
+      if (stack === null || stack.length === 0) return;
+      o = stack.pop(); d = depths.pop();
     }
   }
   var stringify = function stringify(value, replacer, space) {

@@ -81,7 +81,8 @@ type Engine struct {
 	programs *lru[string, *program] // by version id
 	pools    *lru[poolKey, *pool]
 
-	watch watchdog
+	watch   watchdog
+	workers workers
 }
 
 type program struct {
@@ -102,7 +103,49 @@ func New(opts Options) *Engine {
 	o := opts.withDefaults()
 	e := &Engine{opts: o, programs: newLRU[string, *program](o.MaxVersions), pools: newLRU[poolKey, *pool](o.MaxVersions)}
 	e.watch.limit = o.MaxHeapBytes
+	e.workers.idle = make(chan *worker, 4*runtime.GOMAXPROCS(0))
 	return e
+}
+
+// Close stops the engine's idle worker goroutines. Turns may still be run
+// afterwards; they start fresh goroutines.
+func (e *Engine) Close() {
+	for {
+		select {
+		case w := <-e.workers.idle:
+			close(w.jobs)
+		default:
+			return
+		}
+	}
+}
+
+// workers keeps goroutines that ran turns: a fresh goroutine would grow its
+// stack to goja's depth on every turn, which costs more than the turn.
+type workers struct{ idle chan *worker }
+
+type worker struct{ jobs chan func() }
+
+func (ws *workers) run(f func()) {
+	select {
+	case w := <-ws.idle:
+		w.jobs <- f
+	default:
+		w := &worker{jobs: make(chan func(), 1)}
+		w.jobs <- f
+		go w.loop(ws)
+	}
+}
+
+func (w *worker) loop(ws *workers) {
+	for f := range w.jobs {
+		f()
+		select {
+		case ws.idle <- w:
+		default:
+			return // enough idle workers
+		}
+	}
 }
 
 // Compile checks code and caches its program for versionID. The code must
@@ -131,7 +174,12 @@ func (e *Engine) program(versionID, code string) (*program, error) {
 	if ok && p.code == code {
 		return p, nil
 	}
-	prog, err := goja.Compile("bot.js", code, false)
+	// Parse separately: goja.Compile drops the position of parse errors.
+	ast, err := parser.ParseFile(nil, "bot.js", code, 0)
+	if err != nil {
+		return nil, syntaxError(err)
+	}
+	prog, err := goja.CompileAST(ast, false)
 	if err != nil {
 		return nil, syntaxError(err)
 	}
@@ -190,20 +238,18 @@ var (
 		Description: "the server's heap passed its limit while this turn was the oldest one running; it was stopped"}}
 )
 
+// stuckGrace is how long RunTurn waits, after the budget, for a turn stuck
+// in a built-in call (which interrupts cannot stop) before abandoning it.
+const stuckGrace = 50 * time.Millisecond
+
 // RunTurn runs one turn to completion and never panics: failures of bot
 // code are reported in TurnResult.Problem, failures of the caller's context
-// or the Host in TurnResult.Err.
-func (e *Engine) RunTurn(ctx context.Context, in TurnInput) (res TurnResult) {
+// or the Host in TurnResult.Err. It returns within the time budget plus
+// about 50 ms whatever the code does.
+func (e *Engine) RunTurn(ctx context.Context, in TurnInput) TurnResult {
 	start := time.Now()
-	t := &turn{e: e, in: &in, res: &res, parent: ctx}
-	defer func() {
-		if x := recover(); x != nil {
-			// A bug of ours must not take the server down with it.
-			t.fail(&Problem{Code: ProblemInternal, Title: "Internal error", Description: fmt.Sprint(x)})
-			res.Err = fmt.Errorf("runtime: panic: %v", x)
-		}
-		res.Duration = time.Since(start)
-	}()
+	res := &TurnResult{}
+	t := &turn{e: e, in: &in, res: res, parent: ctx}
 
 	pl, err := e.getPool(in.BotID, in.VersionID, in.Code)
 	if err == nil {
@@ -211,16 +257,12 @@ func (e *Engine) RunTurn(ctx context.Context, in TurnInput) (res TurnResult) {
 	}
 	if err != nil {
 		t.fail(&Problem{Code: ProblemCompile, Title: "The bot code does not compile", Description: err.Error()})
-		return res
+		res.Duration = time.Since(start)
+		return *res
 	}
 
-	budget := in.Timeout
-	if budget <= 0 {
-		budget = e.opts.DefaultTimeout
-	}
-	budget = min(budget, e.opts.MaxTimeout)
+	budget := e.budget(in.Timeout)
 	tctx, cancel := context.WithTimeout(ctx, budget)
-	defer cancel()
 	t.ctx = tctx
 	vm := t.inst.vm
 	stop := context.AfterFunc(tctx, func() {
@@ -232,18 +274,64 @@ func (e *Engine) RunTurn(ctx context.Context, in TurnInput) (res TurnResult) {
 	})
 	e.watch.add(t)
 
-	reuse := t.run()
+	// The turn runs on its own goroutine so that a built-in call that
+	// ignores interrupts delays only that goroutine, not the caller.
+	done := make(chan struct{})
+	e.workers.run(func() { t.execute(pl, stop, cancel, done) })
+	select {
+	case <-done:
+	case <-tctx.Done():
+		select {
+		case <-done:
+		case <-time.After(stuckGrace):
+			t.abandoned.Store(true)
+			// The stuck goroutine still owns t.res: answer with a new one.
+			r := TurnResult{}
+			rt := &turn{e: e, in: &in, res: &r}
+			if ctx.Err() != nil {
+				r.Err = ctx.Err()
+			} else {
+				rt.fail(&Problem{Code: ProblemTimeout, Title: errDeadline.problem.Title,
+					Description: fmt.Sprintf("the turn ran longer than its budget of %s inside a built-in call that cannot be interrupted; it was abandoned", budget)})
+			}
+			r.Duration = time.Since(start)
+			return r
+		}
+	}
+	res.Duration = time.Since(start)
+	return *res
+}
 
-	killed := e.watch.remove(t)
-	if !stop() || killed {
-		// An interrupt may still land on this runtime: never reuse it.
-		reuse = false
+func (e *Engine) budget(d time.Duration) time.Duration {
+	if d <= 0 {
+		d = e.opts.DefaultTimeout
 	}
-	t.inst.t = nil
-	if reuse {
-		pl.put(t.inst)
-	}
-	return res
+	return min(d, e.opts.MaxTimeout)
+}
+
+// execute runs the turn and returns the runtime to its pool when it is
+// certainly clean: no error, no interrupt pending or delivered.
+func (t *turn) execute(pl *pool, stop func() bool, cancel context.CancelFunc, done chan struct{}) {
+	reuse := false
+	defer close(done)
+	defer func() {
+		if x := recover(); x != nil {
+			// A bug of ours must not take the server down with it.
+			t.fail(&Problem{Code: ProblemInternal, Title: "Internal error", Description: fmt.Sprint(x)})
+			t.res.Err = fmt.Errorf("runtime: panic: %v", x)
+			reuse = false
+		}
+		killed := t.e.watch.remove(t)
+		if !stop() || killed || t.abandoned.Load() {
+			reuse = false // an interrupt may still land on this runtime
+		}
+		cancel()
+		t.inst.t = nil
+		if reuse {
+			pl.put(t.inst)
+		}
+	}()
+	reuse = t.run()
 }
 
 // syntaxError turns a goja compile error into a 400 with line and column.
@@ -251,11 +339,15 @@ func syntaxError(err error) error {
 	var se *goja.CompilerSyntaxError
 	if errors.As(err, &se) && se.File != nil {
 		pos := se.File.Position(se.Offset)
-		return codeError(se.Message, pos.Line, pos.Column)
+		return codeError("SyntaxError: "+se.Message, pos.Line, pos.Column)
 	}
 	var el parser.ErrorList
 	if errors.As(err, &el) && len(el) > 0 {
-		return codeError(el[0].Message, el[0].Position.Line, el[0].Position.Column)
+		msg := el[0].Message
+		if len(el) > 1 {
+			msg += fmt.Sprintf(" (and %d more errors)", len(el)-1)
+		}
+		return codeError("SyntaxError: "+msg, el[0].Position.Line, el[0].Position.Column)
 	}
 	var pe *parser.Error
 	if errors.As(err, &pe) {

@@ -18,8 +18,9 @@ import (
 
 // chatState is the Service's Chat API state.
 type chatState struct {
-	mu   sync.RWMutex
-	bots BotResolver
+	mu      sync.RWMutex
+	bots    BotResolver
+	writeMu sync.Mutex
 }
 
 // MaxProfileLength is upstream's limit on a chat user's profile.
@@ -307,10 +308,15 @@ func (s *Service) ChatDeleteConversation(ctx context.Context, c *ChatCaller, id 
 		}
 		return err
 	}
-	if cc, ok := s.pub.(interface{ CloseConversation(botID, conversationID string) }); ok {
+	if cc, ok := s.pub.(conversationCloser); ok {
 		cc.CloseConversation(c.BotID, id)
 	}
 	return nil
+}
+
+// conversationCloser is a Publisher that can end a conversation's streams.
+type conversationCloser interface {
+	CloseConversation(botID, conversationID string)
 }
 
 // ChatListConversations lists the conversations the caller owns.
@@ -464,6 +470,12 @@ func (s *Service) ChatCreateMessage(ctx context.Context, c *ChatCaller, in ChatM
 // one transaction; after the commit it publishes sig and wakes the turn
 // dispatcher.
 func (s *Service) commitWithSignal(ctx context.Context, sig *model.Signal, turn *model.Turn, write func(tx store.Store) error) error {
+	if s.store.Engine() == "sqlite" {
+		// SQLite has one writer: queueing here is far cheaper than its
+		// busy handler, which sleeps and retries.
+		s.chat.writeMu.Lock()
+		defer s.chat.writeMu.Unlock()
+	}
 	err := s.store.InTx(ctx, func(tx store.Store) error {
 		if err := write(tx); err != nil {
 			return err

@@ -111,7 +111,7 @@ func (s *Service) RenderFile(sc *WebchatScope, base string, f *store.File) FileV
 	v := FileView{ID: f.ID, BotID: f.BotID, Key: f.Key, ContentType: f.ContentType, Tags: nonNilStrings(f.Tags),
 		CreatedAt: model.FormatTime(f.CreatedAt), UpdatedAt: model.FormatTime(f.UpdatedAt),
 		AccessPolicies: f.AccessPolicies, Index: f.Index, Status: f.Status, FailedStatusReason: f.FailedReason,
-		URL: base + "/files/" + f.ID + "/" + fileToken(sc.ChatScope, "read", f.ID) + "/" + url.PathEscape(name),
+		URL:       base + "/files/" + f.ID + "/" + fileToken(sc.ChatScope, "read", f.ID) + "/" + url.PathEscape(name),
 		UploadURL: base + "/files/" + f.ID + "/upload?token=" + fileToken(sc.ChatScope, "upload", f.ID)}
 	if v.AccessPolicies == nil {
 		v.AccessPolicies = []string{}
@@ -325,4 +325,3 @@ func (s *Service) WebchatFeedback(ctx context.Context, c *ChatCaller, messageID 
 	return fp.Feedback().PutFeedback(ctx, &store.Feedback{BotID: c.BotID, MessageID: messageID, UserID: c.UserID,
 		Value: *value, Comment: comment})
 }
-

@@ -34,8 +34,6 @@ type Streamer interface {
 
 // Options tune the handler.
 type Options struct {
-	// Keepalive is the interval of keepalive comments (default 15 s).
-	Keepalive time.Duration
 	// StartWait is how long signals queued after init wait for the
 	// client's conversation_started before they are sent anyway
 	// (default 1.5 s).
@@ -55,9 +53,6 @@ type startKey struct{ bot, conv string }
 
 // NewHandler returns the Webchat API handler; mount it at "/webchat/".
 func NewHandler(svc *service.Service, hub Streamer, opts Options) http.Handler {
-	if opts.Keepalive <= 0 {
-		opts.Keepalive = 15 * time.Second
-	}
 	if opts.StartWait <= 0 {
 		opts.StartWait = 1500 * time.Millisecond
 	}

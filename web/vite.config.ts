@@ -1,0 +1,23 @@
+import { defineConfig } from 'vite'
+import react from '@vitejs/plugin-react'
+import { resolve } from 'node:path'
+
+// Two pages: the dashboard (index.html, served at /) and the hosted chat
+// page (chat.html, served at /w/{clientId}). Asset URLs are relative; the
+// Go server adds a <base href> so they resolve from any page path.
+// The embed script (webchat.js) is a separate build: vite.embed.config.ts.
+export default defineConfig({
+  base: './',
+  plugins: [react()],
+  build: {
+    outDir: 'dist',
+    emptyOutDir: true,
+    chunkSizeWarningLimit: 1500,
+    rollupOptions: {
+      input: {
+        index: resolve(__dirname, 'index.html'),
+        chat: resolve(__dirname, 'chat.html'),
+      },
+    },
+  },
+})
