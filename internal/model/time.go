@@ -4,7 +4,6 @@ import (
 	"crypto/rand"
 	"encoding/base32"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -24,27 +23,6 @@ func FromMillis(ms int64) time.Time { return time.UnixMilli(ms).UTC() }
 // NewID returns a new time-ordered identifier (UUIDv7, 36 characters), the
 // length the Botpress clients and validators expect for ids.
 func NewID() string { return uuid.Must(uuid.NewV7()).String() }
-
-var monoMu sync.Mutex
-var monoLast time.Time
-
-// NowAfter returns Now(), but strictly later than any time previously returned
-// by NowAfter in this process. Messages use it so a bot reply is always at
-// least one millisecond after the message it answers, as the clients sort by
-// millisecond timestamps.
-func NowAfter(prev time.Time) time.Time {
-	monoMu.Lock()
-	defer monoMu.Unlock()
-	t := Now()
-	if !t.After(monoLast) {
-		t = monoLast.Add(time.Millisecond)
-	}
-	if !t.After(prev) {
-		t = prev.Add(time.Millisecond)
-	}
-	monoLast = t
-	return t
-}
 
 // NewSecret returns a random URL-safe secret with the given prefix, carrying
 // 160 bits of entropy.

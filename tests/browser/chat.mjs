@@ -40,6 +40,7 @@ await run('chat page', async (browser) => {
   await page.getByText('Pick a fruit').waitFor({ timeout: T })
   await page.getByRole('button', { name: 'Banana' }).click()
   await page.getByText('You picked banana').waitFor({ timeout: T })
+  await page.waitForTimeout(800) // let the scroll and fade-in settle
   await shot(page, 'chat-page.png')
 
   step('thumbs up on a bot message')
@@ -80,6 +81,7 @@ await run('chat page', async (browser) => {
     throw new Error(`the uploaded image is served with ${res.status()} ${res.headers()['content-type']}`)
   }
   await page.waitForFunction((el) => el.complete && el.naturalWidth > 0, await img.elementHandle(), { timeout: T })
+  await page.waitForTimeout(800)
   await shot(page, 'chat-page-upload.png')
   w.check()
 
@@ -90,6 +92,7 @@ await run('chat page', async (browser) => {
   await p2.goto(`${BASE}/w/${CLIENT_ID}`)
   await p2.getByRole('textbox', { name: 'Message Input' }).waitFor({ timeout: T })
   await p2.getByText('Welcome to the echo bot!').first().waitFor({ timeout: T })
+  await p2.waitForTimeout(800)
   await shot(p2, 'chat-page-phone.png')
   w2.check()
 

@@ -59,8 +59,9 @@ func DecodeBytes(data []byte, dst any, strict bool) error {
 	if err := dec.Decode(dst); err != nil {
 		return decodeError(err)
 	}
-	if dec.More() {
-		return model.Invalid("the request body holds more than one JSON value")
+	// Anything after the object (even a stray "}") makes the body invalid.
+	if _, err := dec.Token(); err != io.EOF {
+		return model.Invalid("malformed JSON: unexpected data after the top-level object")
 	}
 	return nil
 }
