@@ -18,6 +18,7 @@ import (
 	"github.com/parley-bots/parley/internal/httpapi/httpx"
 	"github.com/parley-bots/parley/internal/httpapi/webchat"
 	"github.com/parley-bots/parley/internal/realtime"
+	"github.com/parley-bots/parley/internal/runtime"
 	"github.com/parley-bots/parley/internal/service"
 	"github.com/parley-bots/parley/internal/store"
 	"github.com/parley-bots/parley/internal/store/postgres"
@@ -106,6 +107,7 @@ func (a *App) wire(ctx context.Context, mux *http.ServeMux) error {
 	})
 	mux.HandleFunc("GET /readyz", a.readyz)
 	mux.Handle("/v1/admin/", admin.NewHandler(a.svc))
+	a.wireRuntime()
 	a.wireChat(ctx, mux)
 	if err := a.wireWebchat(mux); err != nil {
 		return err
@@ -116,6 +118,16 @@ func (a *App) wire(ctx context.Context, mux *http.ServeMux) error {
 // wireChat builds the realtime hub (with the PostgreSQL broker when several
 // nodes may share the database) and the turn dispatcher, and mounts the
 // Chat API.
+// wireRuntime plugs the JavaScript runtime in: it checks code on deploy and
+// runs the turns of bots with deployed code. It must run before the turn
+// dispatcher starts, which resumes pending turns at once.
+func (a *App) wireRuntime() {
+	engine := runtime.New(runtime.Options{})
+	a.svc.SetCompiler(engine)
+	a.svc.SetBots(a.svc.CodeBots(engine))
+	a.closers = append(a.closers, func(context.Context) error { engine.Close(); return nil })
+}
+
 func (a *App) wireChat(ctx context.Context, mux *http.ServeMux) {
 	var broker realtime.Broker
 	turns := service.DispatcherOptions{}

@@ -482,8 +482,14 @@ func (in *instance) tagsArg(v goja.Value) map[string]string {
 
 // nativeLog formats console.* and logger.* arguments like console.log:
 // strings as they are, errors by their stack, other values as JSON.
+//
+// Outside a turn (the code's top level, run once per runtime) lines are
+// dropped: they would repeat for every pooled runtime.
 func (in *instance) nativeLog(call goja.FunctionCall) goja.Value {
-	t := in.current("console")
+	t := in.t
+	if t == nil {
+		return goja.Undefined()
+	}
 	if len(t.res.Logs)-t.problems >= in.e.opts.MaxLogLines {
 		t.dropped++
 		return goja.Undefined()

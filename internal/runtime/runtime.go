@@ -158,12 +158,10 @@ func (e *Engine) Compile(versionID, code string) error {
 	if err != nil {
 		return err
 	}
-	in, err := e.newInstance(p)
-	if err != nil {
-		return err
-	}
-	_ = in // discarded: a pool belongs to a bot, which Compile does not know
-	return nil
+	// The checked runtime is dropped: pools are per bot, and Compile does not
+	// know the bot.
+	_, err = e.newInstance(p)
+	return err
 }
 
 // program returns the cached program of a version, compiling it if needed.

@@ -69,7 +69,7 @@ func TestCompileErrors(t *testing.T) {
 		line, col  int
 		contains   string
 	}{
-		{"ok", "bot.on.message('*', async () => {})", 0, 0, ""},
+		{"ok", "console.log('top level'); bot.on.message('*', async () => {})", 0, 0, ""},
 		{"unclosed", "bot.on.message('*', () => {\n  console.log('x')\n", 3, 1, "line 3 column 1"},
 		{"bad token", "const a = 1\nconst b = ;\n", 2, 11, "line 2 column 11"},
 		{"top-level throw", "\n\nnotDefined.x = 1\n", 3, 1, "notDefined is not defined"},
@@ -559,7 +559,11 @@ func TestSizeGuards(t *testing.T) {
 
 func TestMemoryHungryCode(t *testing.T) {
 	e := New(Options{MaxHeapBytes: 256 << 20})
-	code := `bot.on.message('*', () => { const hog = []; for (let i = 0; ; i++) hog.push('x'.repeat(1 << 20) + i) })`
+	// Every push keeps a new 1 MB string alive.
+	code := `bot.on.message('*', () => {
+  let s = 'x'; while (s.length < (1 << 20)) s += s
+  const hog = []; for (let i = 0; ; i++) hog.push(s + i)
+})`
 	start := time.Now()
 	res, _ := run(t, e, code, textEvent("x"), func(ti *TurnInput) { ti.Timeout = 20 * time.Second })
 	if problem(res) != ProblemMemory {

@@ -97,6 +97,7 @@ await run('chat page', async (browser) => {
   w2.check()
 
   step('an unknown client id gets a clear page')
+  page.__expect404 = true
   const r404 = await page.goto(`${BASE}/w/no-such-client`)
   if (r404.status() !== 404 || !(await page.getByText('Chat unavailable').count())) throw new Error('unknown client id: no clear 404 page')
 })

@@ -39,6 +39,9 @@ export function watch(page, name) {
     // Aborted SSE streams on navigation are expected.
     if (!url.includes('/initialize') && !url.includes('/listen')) errors.push(`request failed: ${r.method()} ${url} ${r.failure()?.errorText}`)
   })
+  page.on('response', (r) => {
+    if (r.status() >= 400 && !(page.__expect404 && r.status() === 404)) errors.push(`HTTP ${r.status()}: ${r.request().method()} ${r.url()}`)
+  })
   page.on('request', (r) => {
     const u = new URL(r.url())
     if (!['127.0.0.1', 'localhost'].includes(u.hostname) && !u.protocol.startsWith('data') && !u.protocol.startsWith('blob')) {
