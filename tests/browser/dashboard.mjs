@@ -5,6 +5,7 @@ import { BASE, run, shot, step, watch } from './lib.mjs'
 
 const TOKEN = process.env.TOKEN
 const T = 15000
+const nav = (page, name) => page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name, exact: true })
 const code = `bot.on.message('*', async ({ message, client }) => {
   console.log('dashboard test got: ' + message.payload.text)
   await client.createMessage({ conversationId: message.conversationId, payload: { type: 'text', text: 'echo: ' + message.payload.text } })
@@ -73,13 +74,13 @@ await run('dashboard', async (browser) => {
   await shot(page, 'dashboard-logs.png')
 
   step('bots, members and tokens')
-  await page.getByRole('link', { name: 'Bots', exact: true }).click()
+  await nav(page, 'Bots').click()
   await page.getByRole('link', { name: /Support bot/ }).waitFor({ timeout: T })
   await shot(page, 'dashboard-bots.png')
-  await page.getByRole('link', { name: 'Members' }).click()
+  await nav(page, 'Members').click()
   await page.getByRole('table').waitFor({ timeout: T })
   await shot(page, 'dashboard-members.png')
-  await page.getByRole('link', { name: 'Tokens' }).click()
+  await nav(page, 'Tokens').click()
   await page.getByLabel('Note').fill('CI')
   await page.getByRole('button', { name: 'Create token' }).click()
   await page.getByText('Copy it now').waitFor({ timeout: T })
@@ -87,7 +88,7 @@ await run('dashboard', async (browser) => {
   w.check()
 
   step('rename and delete the bot, with the keyboard')
-  await page.getByRole('link', { name: 'Bots', exact: true }).click()
+  await nav(page, 'Bots').click()
   await page.getByRole('link', { name: /Support bot/ }).click()
   await page.getByLabel('Name', { exact: true }).fill('Support bot 2')
   await page.getByLabel('Name', { exact: true }).press('Enter')

@@ -225,8 +225,8 @@ function Shell({ onSignOut }: { onSignOut: () => void }) {
         Skip to content
       </a>
       <header className="topbar">
-        <a className="brand" href="#/">
-          <Logo /> Parley
+        <a className="brand" href="#/" aria-label="Parley home">
+          <Logo /> <span className="brand-text">Parley</span>
         </a>
         {list.length > 0 && (
           <div className="ws-select">
