@@ -59,3 +59,29 @@ func TestChatCompatibilityWithJavaScriptEchoBot(t *testing.T) {
 		t.Log(out[max(0, len(out)-200):])
 	})
 }
+
+// TestRuntimeThroughChatClient checks the bot-side event object, hooks and
+// the sandbox end to end with the real @botpress/chat client.
+func TestRuntimeThroughChatClient(t *testing.T) {
+	a := testapp.Start(t, testapp.Config(t, ""))
+	inspect, inspectURL, _ := codeBot(t, a, readBotFile(t, "inspect.js"))
+	_, hooksURL, _ := codeBot(t, a, readBotFile(t, "hooks.js"))
+	sandbox, sandboxURL, _ := codeBot(t, a, readBotFile(t, "sandbox.js"))
+	setMaxExecutionTime(t, a, sandbox.ID, 1)
+	out := testapp.RunNode(t, "runtime.mjs", map[string]string{
+		"INSPECT_URL": inspectURL, "INSPECT_BOT_ID": inspect.ID, "HOOKS_URL": hooksURL,
+		"SANDBOX_URL": sandboxURL, "SANDBOX_BOT_ID": sandbox.ID,
+		"ADMIN_URL": a.URL, "TOKEN": a.AdminToken, "WORKSPACE_ID": defaultWorkspace(t, a),
+	})
+	t.Log(out[max(0, len(out)-300):])
+}
+
+func setMaxExecutionTime(t *testing.T, a *app.App, botID string, seconds int) {
+	t.Helper()
+	ctx := context.Background()
+	p, _ := a.Service().Authenticate(ctx, a.AdminToken)
+	c, _ := a.Service().InWorkspace(ctx, p, defaultWorkspace(t, a))
+	if _, err := a.Service().UpdateBot(ctx, c, botID, service.BotWrite{MaxExecutionTime: &seconds}); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -18,9 +18,9 @@ import (
 
 // chatState is the Service's Chat API state.
 type chatState struct {
-	mu      sync.RWMutex
-	bots    BotResolver
-	writeMu sync.Mutex
+	mu     sync.RWMutex
+	bots   BotResolver
+	commit committer // group commit of chat writes (chat_commit.go)
 }
 
 // MaxProfileLength is upstream's limit on a chat user's profile.
@@ -460,7 +460,7 @@ func (s *Service) ChatCreateMessage(ctx context.Context, c *ChatCaller, in ChatM
 		UserID: c.UserID, CreatedAt: m.CreatedAt}
 	sig := &model.Signal{BotID: c.BotID, ConversationID: convID, Type: model.SignalMessageCreated,
 		Data: messageCreatedData(m, false), CreatedAt: m.CreatedAt}
-	if err := s.commitWithSignal(ctx, sig, turn, func(tx store.Store) error { return tx.Chat().CreateMessage(ctx, m) }); err != nil {
+	if err := s.commitSignal(ctx, sig, turn, func(ctx context.Context, tx store.Store) error { return tx.Chat().CreateMessage(ctx, m) }); err != nil {
 		return nil, err
 	}
 	return m, nil
@@ -468,34 +468,20 @@ func (s *Service) ChatCreateMessage(ctx context.Context, c *ChatCaller, in ChatM
 
 // commitWithSignal runs write, appends sig and enqueues turn (if any) in
 // one transaction; after the commit it publishes sig and wakes the turn
-// dispatcher.
+// dispatcher. The transaction is a group commit shared with concurrent
+// writes (chat_commit.go); write must be re-runnable.
 func (s *Service) commitWithSignal(ctx context.Context, sig *model.Signal, turn *model.Turn, write func(tx store.Store) error) error {
-	if s.store.Engine() == "sqlite" {
-		// SQLite has one writer: queueing here is far cheaper than its
-		// busy handler, which sleeps and retries.
-		s.chat.writeMu.Lock()
-		defer s.chat.writeMu.Unlock()
-	}
-	err := s.store.InTx(ctx, func(tx store.Store) error {
-		if err := write(tx); err != nil {
-			return err
-		}
-		if err := tx.Chat().AppendSignal(ctx, sig); err != nil {
-			return err
-		}
-		if turn != nil {
-			return tx.Chat().EnqueueTurn(ctx, turn)
-		}
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	s.pub.Publish(sig)
+	return s.commitSignal(ctx, sig, turn, func(_ context.Context, tx store.Store) error { return write(tx) })
+}
+
+// commitSignal is commitWithSignal with write run under the batch's
+// context.
+func (s *Service) commitSignal(ctx context.Context, sig *model.Signal, turn *model.Turn, write func(ctx context.Context, tx store.Store) error) error {
+	w := &commitWrite{write: write, sig: sig, turn: turn}
 	if turn != nil {
-		s.turns.Notify(model.ConversationRef{BotID: turn.BotID, ConversationID: turn.ConversationID})
+		w.notify = &model.ConversationRef{BotID: turn.BotID, ConversationID: turn.ConversationID}
 	}
-	return nil
+	return s.commit(ctx, w)
 }
 
 // ChatGetMessage returns a message of a conversation the caller is in.
@@ -528,7 +514,7 @@ func (s *Service) ChatDeleteMessage(ctx context.Context, c *ChatCaller, id strin
 	}
 	sig := &model.Signal{BotID: c.BotID, ConversationID: m.ConversationID, Type: model.SignalMessageDeleted,
 		Data: messageDeletedData(m), CreatedAt: model.Now()}
-	err = s.commitWithSignal(ctx, sig, nil, func(tx store.Store) error { return tx.Chat().DeleteMessage(ctx, c.BotID, id) })
+	err = s.commitSignal(ctx, sig, nil, func(ctx context.Context, tx store.Store) error { return tx.Chat().DeleteMessage(ctx, c.BotID, id) })
 	if model.IsNotFound(err) {
 		return model.NotFound("Message " + quote(id))
 	}
@@ -567,7 +553,7 @@ func (s *Service) ChatCreateEvent(ctx context.Context, c *ChatCaller, in ChatEve
 		UserID: c.UserID, CreatedAt: e.CreatedAt}
 	sig := &model.Signal{BotID: c.BotID, ConversationID: convID, Type: model.SignalEventCreated,
 		Data: eventCreatedData(e, false), CreatedAt: e.CreatedAt}
-	if err := s.commitWithSignal(ctx, sig, turn, func(tx store.Store) error { return tx.Chat().CreateEvent(ctx, e) }); err != nil {
+	if err := s.commitSignal(ctx, sig, turn, func(ctx context.Context, tx store.Store) error { return tx.Chat().CreateEvent(ctx, e) }); err != nil {
 		return nil, err
 	}
 	return e, nil

@@ -155,7 +155,7 @@ func (s *Service) BotCreateMessage(ctx context.Context, botID, convID string, pa
 		Payload: p, Metadata: meta, Direction: model.DirectionOutgoing, CreatedAt: laterThan(after)}
 	sig := &model.Signal{BotID: botID, ConversationID: convID, Type: model.SignalMessageCreated,
 		Data: messageCreatedData(m, true), CreatedAt: m.CreatedAt}
-	if err := s.commitWithSignal(ctx, sig, nil, func(tx store.Store) error { return tx.Chat().CreateMessage(ctx, m) }); err != nil {
+	if err := s.commitSignal(ctx, sig, nil, func(ctx context.Context, tx store.Store) error { return tx.Chat().CreateMessage(ctx, m) }); err != nil {
 		return nil, err
 	}
 	return m, nil
@@ -176,7 +176,7 @@ func (s *Service) BotCreateEvent(ctx context.Context, botID, convID string, payl
 		Payload: p, CreatedAt: model.Now()}
 	sig := &model.Signal{BotID: botID, ConversationID: convID, Type: model.SignalEventCreated,
 		Data: eventCreatedData(e, true), CreatedAt: e.CreatedAt}
-	return s.commitWithSignal(ctx, sig, nil, func(store.Store) error { return nil })
+	return s.commitSignal(ctx, sig, nil, nil)
 }
 
 // turnInput loads what a turn refers to. ok is false when it is gone (a

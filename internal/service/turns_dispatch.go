@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/parley-bots/parley/internal/model"
+	"github.com/parley-bots/parley/internal/store"
 )
 
 // DispatcherOptions tune a Dispatcher; zero values take the defaults.
@@ -280,7 +281,7 @@ func (d *Dispatcher) runConversation(ref model.ConversationRef) (busy bool) {
 				// bot would otherwise block its conversation forever).
 				d.log.Warn("turns: bot failed", "err", err, "bot", t.BotID, "conversation", t.ConversationID, "seq", t.Seq)
 			}
-			if err := d.s.store.Chat().CompleteTurn(ctx, t.BotID, t.ConversationID, t.Seq); err != nil {
+			if err := d.s.completeTurn(ctx, t); err != nil {
 				if ctx.Err() == nil {
 					d.log.Warn("turns: completing turn failed", "err", err)
 				}
@@ -289,4 +290,12 @@ func (d *Dispatcher) runConversation(ref model.ConversationRef) (busy bool) {
 		}
 	}
 	return false
+}
+
+// completeTurn deletes a turn that ran, in a group commit with other
+// writes.
+func (s *Service) completeTurn(ctx context.Context, t *model.Turn) error {
+	return s.commit(ctx, &commitWrite{write: func(ctx context.Context, tx store.Store) error {
+		return tx.Chat().CompleteTurn(ctx, t.BotID, t.ConversationID, t.Seq)
+	}})
 }

@@ -196,6 +196,9 @@ type Chat interface {
 	// stores it; call it inside the transaction that stores what the signal
 	// announces.
 	AppendSignal(ctx context.Context, s *model.Signal) error
+	// AppendSignalTurn is AppendSignal(s) then, when t is not nil,
+	// EnqueueTurn(t) (same conversation), taking both numbers at once.
+	AppendSignalTurn(ctx context.Context, s *model.Signal, t *model.Turn) error
 	// SignalsAfter returns the conversation's signals with Seq > after, in
 	// order, at most limit of them.
 	SignalsAfter(ctx context.Context, botID, conversationID string, after int64, limit int) ([]*model.Signal, error)

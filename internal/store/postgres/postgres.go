@@ -21,6 +21,7 @@ import (
 var Dialect = sqlstore.Dialect{
 	Name:          "postgres",
 	Numbered:      true,
+	CTEWrites:     true,
 	Classify:      classify,
 	MigrationLock: `SELECT pg_advisory_xact_lock(1885434988, hashtext(COALESCE(current_schema(), '')))`,
 }

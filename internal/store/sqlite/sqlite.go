@@ -17,7 +17,7 @@ import (
 )
 
 // Dialect is SQLite's sqlstore dialect.
-var Dialect = sqlstore.Dialect{Name: "sqlite", Classify: classify}
+var Dialect = sqlstore.Dialect{Name: "sqlite", Classify: classify, CacheStatements: true}
 
 // Open opens (creating if needed) the database file at path and migrates it.
 //
@@ -39,6 +39,11 @@ func Open(ctx context.Context, path string) (store.DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: %w", err)
 	}
+	// Keep connections (and the statements prepared on them) instead of
+	// reopening the file and re-parsing the schema under load; database/sql
+	// keeps only 2 idle connections by default.
+	db.SetMaxOpenConns(32)
+	db.SetMaxIdleConns(32)
 	if err := db.PingContext(ctx); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)

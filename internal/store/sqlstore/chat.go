@@ -259,6 +259,68 @@ func (r chat) AppendSignal(ctx context.Context, sg *model.Signal) error {
 	})
 }
 
+// AppendSignalTurn appends sg and, when t is not nil, enqueues t, taking
+// both conversation numbers with one UPDATE of the conversation row (and,
+// where the engine allows writes in WITH, the inserts in the same
+// statement: one round trip). A t with a non-zero Seq keeps it.
+func (r chat) AppendSignalTurn(ctx context.Context, sg *model.Signal, t *model.Turn) error {
+	if t == nil {
+		return r.AppendSignal(ctx, sg)
+	}
+	stamp(&sg.CreatedAt, model.Now())
+	stamp(&t.CreatedAt, model.Now())
+	if t.BotID != sg.BotID || t.ConversationID != sg.ConversationID {
+		return model.Invalid("signal and turn of different conversations")
+	}
+	bump := 1
+	if t.Seq != 0 {
+		bump = 0
+	}
+	return r.s.tx(ctx, func(s *Store) error {
+		var seq, tseq int64
+		if s.e.d.CTEWrites {
+			err := s.queryRow(ctx, `WITH c AS (
+				UPDATE conversations SET last_seq = last_seq + 1, turn_seq = turn_seq + ?
+				WHERE bot_id = ? AND id = ? RETURNING bot_id, id, last_seq, turn_seq),
+			sg AS (INSERT INTO signals (bot_id, conversation_id, seq, type, data, created_at)
+				SELECT bot_id, id, last_seq, ?, ?, ? FROM c),
+			tn AS (INSERT INTO turns (bot_id, conversation_id, seq, kind, ref_id, user_id, attempts, created_at)
+				SELECT bot_id, id, CASE WHEN ? = 0 THEN turn_seq ELSE ? END, ?, ?, ?, ?, ? FROM c)
+			SELECT last_seq, turn_seq FROM c`,
+				bump, sg.BotID, sg.ConversationID,
+				sg.Type, rawText(sg.Data), ms(sg.CreatedAt),
+				t.Seq, t.Seq, t.Kind, t.RefID, t.UserID, t.Attempts, ms(t.CreatedAt)).Scan(&seq, &tseq)
+			if err != nil {
+				return s.fail(err, "conversation")
+			}
+		} else {
+			err := s.queryRow(ctx, `UPDATE conversations SET last_seq = last_seq + 1, turn_seq = turn_seq + ?
+				WHERE bot_id = ? AND id = ? RETURNING last_seq, turn_seq`,
+				bump, sg.BotID, sg.ConversationID).Scan(&seq, &tseq)
+			if err != nil {
+				return s.fail(err, "conversation")
+			}
+			if _, err := s.exec(ctx, `INSERT INTO signals (bot_id, conversation_id, seq, type, data, created_at) VALUES (?, ?, ?, ?, ?, ?)`,
+				sg.BotID, sg.ConversationID, seq, sg.Type, rawText(sg.Data), ms(sg.CreatedAt)); err != nil {
+				return s.fail(err, "signal")
+			}
+			if t.Seq != 0 {
+				tseq = t.Seq
+			}
+			if _, err := s.exec(ctx, `INSERT INTO turns (bot_id, conversation_id, seq, kind, ref_id, user_id, attempts, created_at)
+				VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+				t.BotID, t.ConversationID, tseq, t.Kind, t.RefID, t.UserID, t.Attempts, ms(t.CreatedAt)); err != nil {
+				return s.fail(err, "turn")
+			}
+		}
+		sg.Seq = seq
+		if t.Seq == 0 {
+			t.Seq = tseq
+		}
+		return nil
+	})
+}
+
 func (r chat) SignalsAfter(ctx context.Context, botID, conversationID string, after int64, limit int) ([]*model.Signal, error) {
 	if limit <= 0 {
 		limit = maxPageSize

@@ -85,7 +85,8 @@ func (db *DB) Migrate(ctx context.Context) error {
 }
 
 func (db *DB) step(ctx context.Context) (done bool, err error) {
-	err = db.tx(ctx, func(s *Store) error {
+	raw := &Store{e: db.e, q: db.e.db, nocache: true} // DDL runs once: do not cache it
+	err = raw.tx(ctx, func(s *Store) error {
 		if l := db.e.d.MigrationLock; l != "" {
 			if _, err := s.exec(ctx, l); err != nil {
 				return fmt.Errorf("migration lock: %w", err)

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/parley-bots/parley/internal/model"
@@ -39,6 +40,14 @@ type Dialect struct {
 	// MigrationLock, when set, runs first in every migration transaction so
 	// that processes starting together apply migrations one at a time.
 	MigrationLock string
+	// CacheStatements keeps a prepared statement per distinct query and
+	// reuses it (inside transactions through Tx.StmtContext), so hot
+	// queries are parsed once per connection. For drivers without a
+	// statement cache of their own (SQLite; pgx caches already).
+	CacheStatements bool
+	// CTEWrites says data-modifying statements may appear in WITH (one
+	// round trip for several writes); PostgreSQL has them, SQLite not.
+	CTEWrites bool
 }
 
 // querier is what *sql.DB and *sql.Tx share.
@@ -52,13 +61,24 @@ type engine struct {
 	d     Dialect
 	db    *sql.DB
 	cache sync.Map // ?-query -> $n-query
+
+	stmts  sync.Map // query -> *sql.Stmt (Dialect.CacheStatements)
+	nstmts atomic.Int32
 }
+
+// maxStmts bounds the statement cache: queries are a fixed set of
+// constants plus the few shapes list builds, so this is never reached in
+// practice; past it, queries run unprepared.
+const maxStmts = 512
 
 // Store implements store.Store on a database or inside a transaction.
 type Store struct {
 	e    *engine
 	q    querier
+	tx_  *sql.Tx // when inTx
 	inTx bool
+	// nocache runs queries unprepared (migrations: DDL, run once).
+	nocache bool
 }
 
 // DB implements store.DB.
@@ -82,7 +102,16 @@ func (db *DB) SQL() *sql.DB { return db.e.db }
 
 func (db *DB) Ping(ctx context.Context) error { return db.e.db.PingContext(ctx) }
 func (db *DB) Engine() string                 { return db.e.d.Name }
-func (db *DB) Close() error                   { return db.e.db.Close() }
+
+// Close closes the cached statements and the database.
+func (db *DB) Close() error {
+	db.e.stmts.Range(func(k, v any) bool {
+		_ = v.(*sql.Stmt).Close()
+		db.e.stmts.Delete(k)
+		return true
+	})
+	return db.e.db.Close()
+}
 
 func (s *Store) Accounts() store.Accounts     { return accounts{s} }
 func (s *Store) Tokens() store.Tokens         { return tokens{s} }
@@ -111,7 +140,7 @@ func (s *Store) InTx(ctx context.Context, fn func(tx store.Store) error) (err er
 			panic(p)
 		}
 	}()
-	if err := fn(&Store{e: s.e, q: tx, inTx: true}); err != nil {
+	if err := fn(&Store{e: s.e, q: tx, tx_: tx, inTx: true, nocache: s.nocache}); err != nil {
 		_ = tx.Rollback()
 		return err
 	}
@@ -151,16 +180,61 @@ func (s *Store) bind(q string) string {
 	return r
 }
 
+// stmt returns the cached prepared statement for q (bound to the
+// transaction when in one), or nil to run q unprepared.
+func (s *Store) stmt(ctx context.Context, q string) *sql.Stmt {
+	if !s.e.d.CacheStatements || s.nocache {
+		return nil
+	}
+	var st *sql.Stmt
+	if v, ok := s.e.stmts.Load(q); ok {
+		st = v.(*sql.Stmt)
+	} else {
+		if s.e.nstmts.Load() >= maxStmts {
+			return nil
+		}
+		p, err := s.e.db.PrepareContext(ctx, q)
+		if err != nil {
+			return nil // running it unprepared reports the error
+		}
+		if v, loaded := s.e.stmts.LoadOrStore(q, p); loaded {
+			_ = p.Close()
+			st = v.(*sql.Stmt)
+		} else {
+			s.e.nstmts.Add(1)
+			st = p
+		}
+	}
+	if s.tx_ != nil {
+		// Reuses the statement prepared on the transaction's connection
+		// (preparing it there the first time).
+		return s.tx_.StmtContext(ctx, st)
+	}
+	return st
+}
+
 func (s *Store) exec(ctx context.Context, q string, args ...any) (sql.Result, error) {
-	return s.q.ExecContext(ctx, s.bind(q), args...)
+	q = s.bind(q)
+	if st := s.stmt(ctx, q); st != nil {
+		return st.ExecContext(ctx, args...)
+	}
+	return s.q.ExecContext(ctx, q, args...)
 }
 
 func (s *Store) query(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
-	return s.q.QueryContext(ctx, s.bind(q), args...)
+	q = s.bind(q)
+	if st := s.stmt(ctx, q); st != nil {
+		return st.QueryContext(ctx, args...)
+	}
+	return s.q.QueryContext(ctx, q, args...)
 }
 
 func (s *Store) queryRow(ctx context.Context, q string, args ...any) *sql.Row {
-	return s.q.QueryRowContext(ctx, s.bind(q), args...)
+	q = s.bind(q)
+	if st := s.stmt(ctx, q); st != nil {
+		return st.QueryRowContext(ctx, args...)
+	}
+	return s.q.QueryRowContext(ctx, q, args...)
 }
 
 // execOne runs a statement that must touch a row: none is NotFound(what).

@@ -332,6 +332,82 @@ func testSignals(t *testing.T, db store.DB) {
 	eq(t, "none after last", len(got), 0)
 }
 
+// testSignalTurn covers AppendSignalTurn: both numbers continue the
+// conversation's sequences shared with AppendSignal and EnqueueTurn, a
+// rollback leaves no gap in either, a missing conversation is NotFound, a
+// duplicate explicit turn number is a conflict and stores nothing.
+func testSignalTurn(t *testing.T, db store.DB) {
+	ctx := t.Context()
+	f := setup(t, db)
+	r := db.Chat()
+	newConv(t, db, f.bot.ID, "a", "", 0)
+	newConv(t, db, f.bot.ID, "b", "", 1)
+	ok(t, r.AppendSignal(ctx, &model.Signal{BotID: f.bot.ID, ConversationID: "a", Type: model.SignalMessageCreated}))
+	ok(t, r.EnqueueTurn(ctx, &model.Turn{BotID: f.bot.ID, ConversationID: "a", Kind: model.TurnMessage, RefID: "m0"}))
+	ok(t, r.EnqueueTurn(ctx, &model.Turn{BotID: f.bot.ID, ConversationID: "a", Kind: model.TurnMessage, RefID: "m1"}))
+	for i := range 3 {
+		sg := &model.Signal{BotID: f.bot.ID, ConversationID: "a", Type: model.SignalMessageCreated,
+			Data: json.RawMessage(fmt.Sprintf(`{"i":%d}`, i)), CreatedAt: at(20 + i)}
+		tn := &model.Turn{BotID: f.bot.ID, ConversationID: "a", Kind: model.TurnMessage, RefID: fmt.Sprint("x", i),
+			UserID: "u", Attempts: i, CreatedAt: at(20 + i)}
+		if i == 1 {
+			ok(t, db.InTx(ctx, func(tx store.Store) error { return tx.Chat().AppendSignalTurn(ctx, sg, tn) }))
+		} else {
+			ok(t, r.AppendSignalTurn(ctx, sg, tn))
+		}
+		eq(t, "signal seq", sg.Seq, int64(2+i))
+		eq(t, "turn seq", tn.Seq, int64(3+i))
+	}
+	// Without a turn it is AppendSignal.
+	sg := &model.Signal{BotID: f.bot.ID, ConversationID: "a", Type: model.SignalEventCreated}
+	ok(t, r.AppendSignalTurn(ctx, sg, nil))
+	eq(t, "signal only", sg.Seq, int64(5))
+	// A rollback leaves no gap.
+	boom := errors.New("boom")
+	err := db.InTx(ctx, func(tx store.Store) error {
+		ok(t, tx.Chat().AppendSignalTurn(ctx, &model.Signal{BotID: f.bot.ID, ConversationID: "a", Type: "x"},
+			&model.Turn{BotID: f.bot.ID, ConversationID: "a", Kind: model.TurnEvent}))
+		return boom
+	})
+	if !errors.Is(err, boom) {
+		t.Fatalf("InTx returned %v", err)
+	}
+	sg = &model.Signal{BotID: f.bot.ID, ConversationID: "a", Type: "x"}
+	tn := &model.Turn{BotID: f.bot.ID, ConversationID: "a", Kind: model.TurnEvent, RefID: "e"}
+	ok(t, r.AppendSignalTurn(ctx, sg, tn))
+	eq(t, "no signal gap", sg.Seq, int64(6))
+	eq(t, "no turn gap", tn.Seq, int64(6))
+	// An explicit turn number is kept and does not move the counter.
+	sg = &model.Signal{BotID: f.bot.ID, ConversationID: "b", Type: "x"}
+	ok(t, r.AppendSignalTurn(ctx, sg, &model.Turn{BotID: f.bot.ID, ConversationID: "b", Seq: 9, Kind: model.TurnEvent}))
+	eq(t, "b signal", sg.Seq, int64(1))
+	err = r.AppendSignalTurn(ctx, &model.Signal{BotID: f.bot.ID, ConversationID: "b", Type: "x"},
+		&model.Turn{BotID: f.bot.ID, ConversationID: "b", Seq: 9, Kind: model.TurnEvent})
+	wantErr(t, err, model.ErrAlreadyExists)
+	tn = &model.Turn{BotID: f.bot.ID, ConversationID: "b", Kind: model.TurnEvent}
+	ok(t, r.AppendSignalTurn(ctx, &model.Signal{BotID: f.bot.ID, ConversationID: "b", Type: "x"}, tn))
+	eq(t, "b turn counter untouched by explicit seq", tn.Seq, int64(1))
+	wantErr(t, r.AppendSignalTurn(ctx, &model.Signal{BotID: f.bot.ID, ConversationID: "nope", Type: "x"},
+		&model.Turn{BotID: f.bot.ID, ConversationID: "nope", Kind: model.TurnEvent}), model.ErrNotFound)
+
+	sigs, err := r.SignalsAfter(ctx, f.bot.ID, "a", 0, 100)
+	ok(t, err)
+	eq(t, "signals stored", len(sigs), 6)
+	eq(t, "signal data", string(sigs[2].Data), `{"i":1}`)
+	eq(t, "signal time", sigs[2].CreatedAt, at(21))
+	sigs, err = r.SignalsAfter(ctx, f.bot.ID, "b", 0, 100)
+	ok(t, err)
+	eq(t, "failed append stored no signal", len(sigs), 2)
+	turns, err := r.PendingTurns(ctx, f.bot.ID, "a", 100)
+	ok(t, err)
+	eq(t, "turns stored", len(turns), 6)
+	eq(t, "turn fields", turns[3], &model.Turn{BotID: f.bot.ID, ConversationID: "a", Seq: 4, Kind: model.TurnMessage,
+		RefID: "x1", UserID: "u", Attempts: 1, CreatedAt: at(21)})
+	turns, err = r.PendingTurns(ctx, f.bot.ID, "b", 100)
+	ok(t, err)
+	eq(t, "b turns", []int64{turns[0].Seq, turns[1].Seq}, []int64{1, 9})
+}
+
 func testSignalsConcurrent(t *testing.T, db store.DB) {
 	ctx := t.Context()
 	f := setup(t, db)

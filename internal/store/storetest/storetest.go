@@ -44,6 +44,7 @@ func Run(t *testing.T, open func(t *testing.T) store.DB) {
 		{"Events", testEvents},
 		{"Signals", testSignals},
 		{"SignalsConcurrent", testSignalsConcurrent},
+		{"SignalTurn", testSignalTurn},
 		{"Turns", testTurns},
 		{"States", testStates},
 		{"Leases", testLeases},

@@ -1,0 +1,208 @@
+package service
+
+import (
+	"cmp"
+	"context"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/parley-bots/parley/internal/model"
+	"github.com/parley-bots/parley/internal/store"
+)
+
+// Group commit. Chat writes (createMessage, createEvent, bot replies, turn
+// completions) are queued and committed together, many per transaction:
+// a commit (a WAL append and lock round on SQLite, a WAL flush and several
+// round trips on PostgreSQL) is paid once per batch instead of once per
+// request.
+//
+// The semantics of one write are unchanged: its caller returns only after
+// the transaction holding it committed, and gets its own result. If a batch
+// fails, it is rolled back and its writes are retried one transaction each,
+// so one bad write never fails the others (writes are re-runnable: they
+// fix their ids and times before being queued; sequence numbers are
+// reassigned). Signals are published, in commit order, only after their
+// commit.
+//
+// There is no background goroutine and no timer: a write that finds fewer
+// than maxWriters batches running starts one, which takes everything
+// queued (at most maxBatch) and loops until the queue is empty. An idle
+// system commits each write at once; under load the batches grow by
+// themselves while the previous one commits.
+
+const (
+	maxBatch = 256
+	// batchTimeout bounds one batch transaction.
+	batchTimeout = 30 * time.Second
+)
+
+// commitWrite is one queued write.
+type commitWrite struct {
+	ctx   context.Context
+	write func(ctx context.Context, tx store.Store) error // may be nil
+	sig   *model.Signal                                   // may be nil
+	turn  *model.Turn                                     // may be nil; same conversation as sig
+	// notify wakes the dispatcher for this conversation after the commit
+	// (set with turn).
+	notify *model.ConversationRef
+	err    error
+	done   chan struct{}
+}
+
+func (w *commitWrite) apply(ctx context.Context, tx store.Store) error {
+	if w.write != nil {
+		if err := w.write(ctx, tx); err != nil {
+			return err
+		}
+	}
+	switch {
+	case w.sig != nil:
+		return tx.Chat().AppendSignalTurn(ctx, w.sig, w.turn)
+	case w.turn != nil:
+		return tx.Chat().EnqueueTurn(ctx, w.turn)
+	}
+	return nil
+}
+
+// reset forgets the numbers a rolled-back attempt assigned.
+func (w *commitWrite) reset(turnSeq int64) {
+	if w.sig != nil {
+		w.sig.Seq = 0
+	}
+	if w.turn != nil {
+		w.turn.Seq = turnSeq
+	}
+}
+
+func (w *commitWrite) conv() (string, string) {
+	switch {
+	case w.sig != nil:
+		return w.sig.BotID, w.sig.ConversationID
+	case w.turn != nil:
+		return w.turn.BotID, w.turn.ConversationID
+	}
+	return "", ""
+}
+
+// committer batches writes for one Service.
+type committer struct {
+	mu      sync.Mutex
+	queue   []*commitWrite
+	running int
+}
+
+// maxWriters is how many batches commit at once: SQLite has a single
+// writer; PostgreSQL overlaps one batch's round trips with another's.
+func (s *Service) maxWriters() int {
+	if s.store.Engine() == "sqlite" {
+		return 1
+	}
+	return 4
+}
+
+// commit queues w and waits for the commit that holds it. It does not give
+// up when ctx ends once queued: the outcome is then the commit's, so a
+// reported failure never hides a stored write. A write whose ctx ended
+// before its batch started is dropped with ctx's error.
+func (s *Service) commit(ctx context.Context, w *commitWrite) error {
+	w.ctx = ctx
+	w.done = make(chan struct{})
+	c := &s.chat.commit
+	c.mu.Lock()
+	c.queue = append(c.queue, w)
+	start := c.running < s.maxWriters()
+	if start {
+		c.running++
+	}
+	c.mu.Unlock()
+	if start {
+		go s.commitLoop()
+	}
+	<-w.done
+	return w.err
+}
+
+func (s *Service) commitLoop() {
+	c := &s.chat.commit
+	for {
+		c.mu.Lock()
+		n := min(len(c.queue), maxBatch)
+		if n == 0 {
+			c.running--
+			c.mu.Unlock()
+			return
+		}
+		batch := slices.Clone(c.queue[:n])
+		clear(c.queue[:n])
+		c.queue = c.queue[n:]
+		if len(c.queue) == 0 {
+			c.queue = nil // let the backing array go
+		}
+		c.mu.Unlock()
+		s.commitBatch(batch)
+	}
+}
+
+func (s *Service) commitBatch(batch []*commitWrite) {
+	live := batch[:0:0]
+	for _, w := range batch {
+		if err := w.ctx.Err(); err != nil {
+			w.err = err
+			close(w.done)
+			continue
+		}
+		live = append(live, w)
+	}
+	if len(live) == 0 {
+		return
+	}
+	// Conversation order: concurrent batches (PostgreSQL) lock the
+	// conversation rows they bump in the same order, so they queue
+	// instead of deadlocking. The sort is stable: a conversation's writes
+	// keep their order.
+	slices.SortStableFunc(live, func(a, b *commitWrite) int {
+		ab, ac := a.conv()
+		bb, bc := b.conv()
+		return cmp.Or(cmp.Compare(ab, bb), cmp.Compare(ac, bc))
+	})
+	seqs := make([]int64, len(live))
+	for i, w := range live {
+		if w.turn != nil {
+			seqs[i] = w.turn.Seq
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), batchTimeout)
+	defer cancel()
+	err := s.store.InTx(ctx, func(tx store.Store) error {
+		for _, w := range live {
+			if err := w.apply(ctx, tx); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil && len(live) > 1 {
+		// Find the culprit(s): each write alone.
+		for i, w := range live {
+			w.reset(seqs[i])
+			w.err = s.store.InTx(ctx, func(tx store.Store) error { return w.apply(ctx, tx) })
+		}
+	} else {
+		for _, w := range live {
+			w.err = err
+		}
+	}
+	// Publish in commit order, then wake the dispatcher and the callers.
+	for _, w := range live {
+		if w.err == nil && w.sig != nil {
+			s.pub.Publish(w.sig)
+		}
+	}
+	for _, w := range live {
+		if w.err == nil && w.notify != nil {
+			s.turns.Notify(*w.notify)
+		}
+		close(w.done)
+	}
+}
