@@ -2,6 +2,9 @@ package app_test
 
 import (
 	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
 	"os"
 	"path/filepath"
 	"testing"
@@ -84,4 +87,59 @@ func setMaxExecutionTime(t *testing.T, a *app.App, botID string, seconds int) {
 	if _, err := a.Service().UpdateBot(ctx, c, botID, service.BotWrite{MaxExecutionTime: &seconds}); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestCodeThatDoesNotCompileIsRefused checks that a deploy of broken code is
+// a 400 naming the line and column, and leaves the deployed version alone.
+func TestCodeThatDoesNotCompileIsRefused(t *testing.T) {
+	a := testapp.Start(t, testapp.Config(t, ""))
+	ws := defaultWorkspace(t, a)
+	good := "bot.on.message('*', async () => {})"
+	bot, _, _ := codeBot(t, a, good)
+	res := adminCall(t, a, ws, "PUT", "/v1/admin/bots/"+bot.ID, `{"code":"bot.on.message('*', async () => {\n  let x = ;\n})"}`)
+	if res.status != 400 || res.body["type"] != "InvalidPayload" || !strings.Contains(res.body["message"].(string), "line 2") {
+		t.Fatalf("deploy of broken code: %d %v", res.status, res.body)
+	}
+	if md, _ := res.body["metadata"].(map[string]any); md["line"] != float64(2) || md["column"] == nil {
+		t.Fatalf("metadata = %v", res.body["metadata"])
+	}
+	versions := adminCall(t, a, ws, "GET", "/v1/admin/bots/"+bot.ID+"/versions", "")
+	if n := len(versions.body["versions"].([]any)); n != 1 {
+		t.Fatalf("versions after refused deploy = %d", n)
+	}
+	// A good deploy creates version 2, and getBotVersion returns its code.
+	res = adminCall(t, a, ws, "PUT", "/v1/admin/bots/"+bot.ID, `{"code":"bot.on.message('text', async () => {})"}`)
+	if res.status != 200 {
+		t.Fatalf("good deploy: %v", res.body)
+	}
+	versions = adminCall(t, a, ws, "GET", "/v1/admin/bots/"+bot.ID+"/versions", "")
+	list := versions.body["versions"].([]any)
+	latest := list[0].(map[string]any)
+	if len(list) != 2 || latest["name"] != "v2" {
+		t.Fatalf("versions = %v", list)
+	}
+	got := adminCall(t, a, ws, "GET", "/v1/admin/bots/"+bot.ID+"/versions/"+latest["id"].(string), "")
+	if v := got.body["version"].(map[string]any); v["code"] != "bot.on.message('text', async () => {})" || got.body["url"] == "" {
+		t.Fatalf("getBotVersion = %v", got.body)
+	}
+}
+
+type adminResult struct {
+	status int
+	body   map[string]any
+}
+
+func adminCall(t *testing.T, a *app.App, ws, method, path, body string) adminResult {
+	t.Helper()
+	req, _ := http.NewRequest(method, a.URL+path, strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+a.AdminToken)
+	req.Header.Set("x-workspace-id", ws)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	var out map[string]any
+	json.NewDecoder(res.Body).Decode(&out)
+	return adminResult{res.StatusCode, out}
 }

@@ -100,7 +100,20 @@ func NewHandler(svc *service.Service, hub Streamer, opts Options) http.Handler {
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		httpx.WriteError(w, r, model.Errorf(model.ErrNotFound, "[Webhook Handler] no webchat with this client id"))
 	})
-	return cors(mux)
+	return cors(limit(mux))
+}
+
+// limit refuses a declared body above MaxBody at once, before any other
+// check; uploads (up to MaxFileSize, same value) delete their file record
+// when refused, so they are left to uploadFile.
+func limit(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ContentLength > MaxBody && !strings.HasSuffix(r.URL.Path, "/upload") {
+			httpx.WriteError(w, r, httpx.TooLarge(MaxBody))
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // allowHeaders are the request headers the component and its uploads send
