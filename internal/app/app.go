@@ -125,7 +125,9 @@ func (a *App) wireRuntime() {
 	engine := runtime.New(runtime.Options{})
 	a.svc.SetCompiler(engine)
 	a.svc.SetBots(a.svc.CodeBots(engine))
-	a.closers = append(a.closers, func(context.Context) error { engine.Close(); return nil })
+	sched := a.svc.NewWorkflowScheduler(engine, service.WorkflowSchedulerOptions{})
+	sched.Start(context.Background())
+	a.closers = append(a.closers, func(context.Context) error { sched.Stop(); engine.Close(); return nil })
 }
 
 func (a *App) wireChat(ctx context.Context, mux *http.ServeMux) {

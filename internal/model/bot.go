@@ -59,7 +59,10 @@ type BotVersion struct {
 	Name        string
 	Description string
 	Code        string
-	CreatedAt   time.Time
+	// BotJSON is the bot JSON document of a workflow bot version (then Code
+	// is the JavaScript generated from it); empty for code-first versions.
+	BotJSON   string
+	CreatedAt time.Time
 }
 
 // LogEntry is one line of a bot's logs.

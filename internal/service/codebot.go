@@ -12,6 +12,7 @@ import (
 	"github.com/parley-bots/parley/internal/model"
 	"github.com/parley-bots/parley/internal/runtime"
 	"github.com/parley-bots/parley/internal/store"
+	"github.com/parley-bots/parley/internal/workflow"
 )
 
 // CodeBots returns the BotResolver that runs each bot's deployed JavaScript
@@ -27,6 +28,9 @@ func (s *Service) CodeBots(engine *runtime.Engine) BotResolver {
 		}
 		if b.VersionID == "" || b.Code == "" {
 			return nil, nil
+		}
+		if workflow.IsWorkflowCode(b.Code) {
+			return s.workflowBot(engine, b), nil
 		}
 		return &codeBot{s: s, engine: engine, bot: b}, nil
 	}

@@ -111,7 +111,7 @@ func (o *turnOutput) convID(id string) string {
 }
 
 func (o *turnOutput) CreateMessage(ctx context.Context, in OutgoingMessage) (*ChatMessageView, error) {
-	m, err := o.s.BotCreateMessage(ctx, o.botID, o.convID(in.ConversationID), in.Payload, in.Metadata, o.last)
+	m, err := o.s.botCreateMessage(ctx, o.botID, o.convID(in.ConversationID), in.Payload, in.Metadata, o.last, o.conv)
 	if err != nil {
 		return nil, err
 	}
@@ -138,6 +138,13 @@ func laterThan(prev time.Time) time.Time {
 // with its message_created signal (isBot:true), then publishes it. Its
 // createdAt is strictly after `after`.
 func (s *Service) BotCreateMessage(ctx context.Context, botID, convID string, payload, metadata json.RawMessage, after time.Time) (*model.Message, error) {
+	return s.botCreateMessage(ctx, botID, convID, payload, metadata, after, "")
+}
+
+// botCreateMessage skips the conversation check for known, the conversation
+// of the running turn (it existed when the turn was read; if it was deleted
+// since, the insert fails as not found).
+func (s *Service) botCreateMessage(ctx context.Context, botID, convID string, payload, metadata json.RawMessage, after time.Time, known string) (*model.Message, error) {
 	p, err := model.ValidateMessagePayload(payload)
 	if err != nil {
 		return nil, err
@@ -148,8 +155,10 @@ func (s *Service) BotCreateMessage(ctx context.Context, botID, convID string, pa
 			return nil, err
 		}
 	}
-	if _, err := s.conversation(ctx, botID, convID); err != nil {
-		return nil, err
+	if convID != known {
+		if _, err := s.conversation(ctx, botID, convID); err != nil {
+			return nil, err
+		}
 	}
 	m := &model.Message{BotID: botID, ID: model.NewID(), ConversationID: convID, UserID: botID,
 		Payload: p, Metadata: meta, Direction: model.DirectionOutgoing, CreatedAt: laterThan(after)}

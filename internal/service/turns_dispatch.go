@@ -255,7 +255,30 @@ func (d *Dispatcher) runConversation(ref model.ConversationRef) (busy bool) {
 			}
 		}()
 	}
+	// Completions are committed in the background while the next turn
+	// runs (each is queued as soon as its turn ran, so a crash still
+	// re-runs at most the turns of the last few milliseconds); all of them
+	// are waited for before pending turns are read again, so a completed
+	// turn is never read back.
+	var completions []func() error
+	flush := func() bool {
+		ok := true
+		for _, wait := range completions {
+			if err := wait(); err != nil && ok {
+				ok = false
+				if ctx.Err() == nil {
+					d.log.Warn("turns: completing turn failed", "err", err)
+				}
+			}
+		}
+		completions = completions[:0]
+		return ok
+	}
+	defer flush()
 	for ctx.Err() == nil {
+		if !flush() {
+			return false
+		}
 		turns, err := d.s.store.Chat().PendingTurns(ctx, ref.BotID, ref.ConversationID, 32)
 		if err != nil {
 			if ctx.Err() == nil {
@@ -281,21 +304,16 @@ func (d *Dispatcher) runConversation(ref model.ConversationRef) (busy bool) {
 				// bot would otherwise block its conversation forever).
 				d.log.Warn("turns: bot failed", "err", err, "bot", t.BotID, "conversation", t.ConversationID, "seq", t.Seq)
 			}
-			if err := d.s.completeTurn(ctx, t); err != nil {
-				if ctx.Err() == nil {
-					d.log.Warn("turns: completing turn failed", "err", err)
-				}
-				return false
-			}
+			completions = append(completions, d.s.completeTurn(ctx, t))
 		}
 	}
 	return false
 }
 
-// completeTurn deletes a turn that ran, in a group commit with other
-// writes.
-func (s *Service) completeTurn(ctx context.Context, t *model.Turn) error {
-	return s.commit(ctx, &commitWrite{write: func(ctx context.Context, tx store.Store) error {
+// completeTurn queues the deletion of a turn that ran, in a group commit
+// with other writes, and returns the wait for its outcome.
+func (s *Service) completeTurn(ctx context.Context, t *model.Turn) (wait func() error) {
+	return s.submit(ctx, &commitWrite{write: func(ctx context.Context, tx store.Store) error {
 		return tx.Chat().CompleteTurn(ctx, t.BotID, t.ConversationID, t.Seq)
 	}})
 }

@@ -67,6 +67,8 @@ func (h *Handler) routes() {
 	m.Handle("GET "+p+"/bots/{id}/logs", h.workspace(h.botLogs))
 	m.Handle("GET "+p+"/bots/{id}/versions", h.workspace(h.listVersions))
 	m.Handle("GET "+p+"/bots/{id}/versions/{versionId}", h.workspace(h.getVersion))
+	m.Handle("POST "+p+"/bots/{id}/publish-from-bot-json", h.workspace(h.publishFromBotJSON))
+	m.Handle("GET "+p+"/bots/{id}/bot-json", h.workspace(h.getBotJSON))
 	m.Handle("GET "+p+"/bots/{id}/issues", h.workspace(h.listIssues))
 	m.Handle("GET "+p+"/bots/{id}/issues/{issueId}", h.workspace(h.getIssue))
 	m.Handle("DELETE "+p+"/bots/{id}/issues/{issueId}", h.workspace(h.deleteIssue))

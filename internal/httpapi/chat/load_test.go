@@ -29,7 +29,7 @@ import (
 //	PARLEY_BENCH=1 go test -run TestLoad -v -count=1 ./internal/httpapi/chat/
 //
 // (PARLEY_BENCH_ENGINE=postgres for PostgreSQL; PARLEY_BENCH_CPUPROFILE=f
-// writes a CPU profile of phase 1). Phase 1 saturates createMessage with
+// writes a CPU profile of phase 1, PARLEY_BENCH_CPUPROFILE2=f of phase 2). Phase 1 saturates createMessage with
 // concurrent clients (each request is a durable commit: message, signal,
 // turn) and reports requests/s and p50/p99 latency. Phase 2 sends
 // messages at a fixed rate to the echo bot and measures the time from
@@ -87,9 +87,9 @@ func TestLoad(t *testing.T) {
 	// Phase 1: saturation, bot does nothing (turns still run and complete).
 	bot.set(nopBot{})
 	convs := setup(clients)
+	stopProfile := func() {}
 	if p := os.Getenv("PARLEY_BENCH_CPUPROFILE"); p != "" {
-		stop := startCPUProfile(t, p)
-		defer stop()
+		stopProfile = startCPUProfile(t, p)
 	}
 	var (
 		mu    sync.Mutex
@@ -119,6 +119,7 @@ func TestLoad(t *testing.T) {
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
+	stopProfile()
 	p50, p99 := percentiles(lats)
 	t.Logf("phase 1 createMessage at saturation: %d ok, %d failed in %v: %.0f req/s, p50 %v, p99 %v",
 		len(lats), fails.Load(), elapsed.Round(time.Millisecond), float64(len(lats))/elapsed.Seconds(), p50, p99)
@@ -152,6 +153,10 @@ func TestLoad(t *testing.T) {
 		}()
 	}
 	time.Sleep(200 * time.Millisecond)
+	if p := os.Getenv("PARLEY_BENCH_CPUPROFILE2"); p != "" {
+		stop := startCPUProfile(t, p)
+		defer stop()
+	}
 	interval := time.Second / time.Duration(rate)
 	total := int(phase2 / interval)
 	var sendFails atomic.Int64

@@ -245,7 +245,9 @@ func TestWebchatFlow(t *testing.T) {
 		botMsg := d2.Messages[0].ID
 		call(t, "PUT", base+"/messages/"+botMsg+"/feedback", key, map[string]any{"value": "negative", "comment": "meh"}, 200, nil)
 		var got struct {
-			Message struct{ Feedback struct{ Value, Comment string } }
+			Message struct {
+				Feedback struct{ Value, Comment string }
+			}
 		}
 		call(t, "GET", base+"/messages/"+botMsg, key, nil, 200, &got)
 		if got.Message.Feedback.Value != "negative" || got.Message.Feedback.Comment != "meh" {

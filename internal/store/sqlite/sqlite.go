@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+	"time"
 
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
@@ -40,10 +41,12 @@ func Open(ctx context.Context, path string) (store.DB, error) {
 		return nil, fmt.Errorf("sqlite: %w", err)
 	}
 	// Keep connections (and the statements prepared on them) instead of
-	// reopening the file and re-parsing the schema under load; database/sql
-	// keeps only 2 idle connections by default.
-	db.SetMaxOpenConns(32)
-	db.SetMaxIdleConns(32)
+	// reopening the file, re-running the pragmas and re-preparing under
+	// load: database/sql keeps only 2 idle connections by default. The
+	// number open stays unlimited (a hard cap could starve code that needs
+	// a connection while its transaction holds the write lock).
+	db.SetMaxIdleConns(128)
+	db.SetConnMaxIdleTime(time.Minute)
 	if err := db.PingContext(ctx); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)

@@ -219,7 +219,7 @@ func (r bots) IntegrationByWebhook(ctx context.Context, webhookID string) (*mode
 func scanVersion(r scanner) (*model.BotVersion, error) {
 	var v model.BotVersion
 	var c int64
-	if err := r.Scan(&v.ID, &v.BotID, &v.Name, &v.Description, &v.Code, &c); err != nil {
+	if err := r.Scan(&v.ID, &v.BotID, &v.Name, &v.Description, &v.Code, &v.BotJSON, &c); err != nil {
 		return nil, err
 	}
 	v.CreatedAt = fromMS(c)
@@ -229,19 +229,19 @@ func scanVersion(r scanner) (*model.BotVersion, error) {
 func (r bots) CreateVersion(ctx context.Context, v *model.BotVersion) error {
 	newID(&v.ID)
 	stamp(&v.CreatedAt, model.Now())
-	_, err := r.s.exec(ctx, `INSERT INTO bot_versions (id, bot_id, name, description, code, created_at) VALUES (?, ?, ?, ?, ?, ?)`,
-		v.ID, v.BotID, v.Name, v.Description, v.Code, ms(v.CreatedAt))
+	_, err := r.s.exec(ctx, `INSERT INTO bot_versions (id, bot_id, name, description, code, bot_json, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+		v.ID, v.BotID, v.Name, v.Description, v.Code, v.BotJSON, ms(v.CreatedAt))
 	return r.s.fail(err, "bot version")
 }
 
 func (r bots) GetVersion(ctx context.Context, botID, id string) (*model.BotVersion, error) {
 	return one(ctx, r.s, "bot version", scanVersion,
-		`SELECT id, bot_id, name, description, code, created_at FROM bot_versions WHERE bot_id = ? AND id = ?`, botID, id)
+		`SELECT id, bot_id, name, description, code, bot_json, created_at FROM bot_versions WHERE bot_id = ? AND id = ?`, botID, id)
 }
 
 func (r bots) ListVersions(ctx context.Context, botID string) ([]*model.BotVersion, error) {
 	return all(ctx, r.s, "bot versions", scanVersion,
-		`SELECT id, bot_id, name, description, code, created_at FROM bot_versions WHERE bot_id = ? ORDER BY created_at DESC, id DESC`, botID)
+		`SELECT id, bot_id, name, description, code, bot_json, created_at FROM bot_versions WHERE bot_id = ? ORDER BY created_at DESC, id DESC`, botID)
 }
 
 // ---- logs

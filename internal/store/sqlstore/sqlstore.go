@@ -62,8 +62,9 @@ type engine struct {
 	db    *sql.DB
 	cache sync.Map // ?-query -> $n-query
 
-	stmts  sync.Map // query -> *sql.Stmt (Dialect.CacheStatements)
-	nstmts atomic.Int32
+	stmts     sync.Map // query -> *sql.Stmt (Dialect.CacheStatements)
+	preparing sync.Map // query -> true while prepared in the background
+	nstmts    atomic.Int32
 }
 
 // maxStmts bounds the statement cache: queries are a fixed set of
@@ -186,31 +187,49 @@ func (s *Store) stmt(ctx context.Context, q string) *sql.Stmt {
 	if !s.e.d.CacheStatements || s.nocache {
 		return nil
 	}
-	var st *sql.Stmt
-	if v, ok := s.e.stmts.Load(q); ok {
-		st = v.(*sql.Stmt)
-	} else {
+	v, ok := s.e.stmts.Load(q)
+	if !ok {
 		if s.e.nstmts.Load() >= maxStmts {
 			return nil
 		}
-		p, err := s.e.db.PrepareContext(ctx, q)
-		if err != nil {
+		if s.tx_ != nil {
+			// Preparing on the database needs a second connection, which
+			// may not come while this transaction holds the write lock:
+			// run this one unprepared, prepare for the next.
+			if _, busy := s.e.preparing.LoadOrStore(q, true); !busy {
+				go func() {
+					defer s.e.preparing.Delete(q)
+					s.e.prepare(context.WithoutCancel(ctx), q)
+				}()
+			}
+			return nil
+		}
+		if v, ok = s.e.prepare(ctx, q); !ok {
 			return nil // running it unprepared reports the error
 		}
-		if v, loaded := s.e.stmts.LoadOrStore(q, p); loaded {
-			_ = p.Close()
-			st = v.(*sql.Stmt)
-		} else {
-			s.e.nstmts.Add(1)
-			st = p
-		}
 	}
+	st := v.(*sql.Stmt)
 	if s.tx_ != nil {
 		// Reuses the statement prepared on the transaction's connection
 		// (preparing it there the first time).
 		return s.tx_.StmtContext(ctx, st)
 	}
 	return st
+}
+
+// prepare prepares q on the database and caches it.
+func (e *engine) prepare(ctx context.Context, q string) (any, bool) {
+	p, err := e.db.PrepareContext(ctx, q)
+	if err != nil {
+		return nil, false
+	}
+	v, loaded := e.stmts.LoadOrStore(q, p)
+	if loaded {
+		_ = p.Close()
+	} else {
+		e.nstmts.Add(1)
+	}
+	return v, true
 }
 
 func (s *Store) exec(ctx context.Context, q string, args ...any) (sql.Result, error) {

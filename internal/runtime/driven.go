@@ -1,0 +1,200 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"iter"
+	"time"
+
+	"github.com/dop251/goja"
+)
+
+// Driven turns let Go code run a turn step by step inside the sandbox: the
+// workflow engine decides what happens (which card runs next), JavaScript
+// does what needs JavaScript (expressions, templates, code cards, actions,
+// sending messages through the client and the before_outgoing hooks).
+//
+// The bot code of a driven turn registers message and event handlers that
+// call the global function named DriverGlobal in a loop:
+//
+//	let res
+//	for (;;) {
+//	  const req = __parleyDrive(res)   // the next request of the Go driver
+//	  if (req.op === 'done') break
+//	  res = JSON.stringify({ ok: await perform(req) })  // or { error: ... }
+//	}
+//
+// Each request is a JSON value sent by the driver's call function; each
+// answer is the JSON string of {ok: value} or {error: {name, message, stack}}.
+// The driver runs as a coroutine of the JavaScript handler, so everything
+// happens on the turn's goroutine order: one request at a time, within the
+// turn's time budget, with the hooks, state, logs and limits of an ordinary
+// turn (docs/runtime.md). When the turn ends early (a hook stopped it, bot
+// code failed, the budget ran out), the driver's call returns ErrDriveStopped
+// and the driver must return.
+
+// DriverGlobal is the name of the global function a driven turn's bot code
+// calls to get the driver's next request.
+const DriverGlobal = "__parleyDrive"
+
+// ErrDriveStopped is returned by a driver's call when the turn ended before
+// the driver did.
+var ErrDriveStopped = errors.New("runtime: the driven turn ended")
+
+// ScriptError is a JavaScript exception thrown while performing a request
+// and caught by the bot code's driver loop.
+type ScriptError struct {
+	Name    string `json:"name"`
+	Message string `json:"message"`
+	Stack   string `json:"stack"`
+}
+
+func (e *ScriptError) Error() string {
+	if e.Name != "" && e.Name != "Error" {
+		return e.Name + ": " + e.Message
+	}
+	return e.Message
+}
+
+// DriveCall sends one request to the JavaScript side and returns the JSON
+// of its answer ("null" for undefined). A *ScriptError reports an exception
+// the request threw; ErrDriveStopped that the turn is over.
+type DriveCall func(req any) (json.RawMessage, error)
+
+// DriveResult tells what became of the driver.
+type DriveResult struct {
+	// Completed is true when the driver returned while the turn was still
+	// running; only then is Err meaningful.
+	Completed bool
+	// Started is true when the bot code called the driver at all (a
+	// before_incoming_message hook may have stopped the turn before).
+	Started bool
+	Err     error
+}
+
+type driven struct {
+	next      func() (any, bool)
+	stop      func()
+	answer    json.RawMessage
+	answerErr error
+	res       DriveResult
+	driveErr  error
+	finished  bool
+}
+
+// RunDriven runs a turn like RunTurn, with drive as the Go side of the bot
+// code's driver loop (see DriverGlobal). It returns the turn's result and
+// what became of the driver.
+func (e *Engine) RunDriven(ctx context.Context, in TurnInput, drive func(call DriveCall) error) (TurnResult, DriveResult) {
+	start := time.Now()
+	res := &TurnResult{}
+	t := &turn{e: e, in: &in, res: res, parent: ctx}
+	d := &driven{}
+	seq := func(yield func(any) bool) {
+		d.driveErr = drive(func(req any) (json.RawMessage, error) {
+			if !yield(req) {
+				return nil, ErrDriveStopped
+			}
+			return d.answer, d.answerErr
+		})
+	}
+	d.next, d.stop = iter.Pull(seq)
+
+	pl, err := e.getPool(in.BotID, in.VersionID, in.Code)
+	if err == nil {
+		t.inst, err = pl.get(e)
+	}
+	if err != nil {
+		d.stop()
+		t.fail(&Problem{Code: ProblemCompile, Title: "The bot code does not compile", Description: err.Error()})
+		res.Duration = time.Since(start)
+		return *res, DriveResult{}
+	}
+	inst := t.inst
+	_ = inst.vm.Set(DriverGlobal, func(call goja.FunctionCall) goja.Value { return inst.nativeDrive(d, call) })
+
+	budget := e.budget(in.Timeout)
+	tctx, cancel := context.WithTimeout(ctx, budget)
+	t.ctx = tctx
+	vm := inst.vm
+	stop := context.AfterFunc(tctx, func() {
+		if ctx.Err() != nil {
+			vm.Interrupt(&interruption{err: ctx.Err()})
+		} else {
+			vm.Interrupt(errDeadline)
+		}
+	})
+	e.watch.add(t)
+
+	done := make(chan struct{})
+	// The coroutine is stopped on the turn's goroutine, after the turn: the
+	// JavaScript side is the only one that resumes it.
+	e.workers.run(func() {
+		t.execute(pl, stop, cancel, done)
+		d.stop()
+	})
+	select {
+	case <-done:
+	case <-tctx.Done():
+		select {
+		case <-done:
+		case <-time.After(stuckGrace):
+			t.abandoned.Store(true)
+			r := TurnResult{}
+			rt := &turn{e: e, in: &in, res: &r}
+			if ctx.Err() != nil {
+				r.Err = ctx.Err()
+			} else {
+				rt.fail(&Problem{Code: ProblemTimeout, Title: errDeadline.problem.Title,
+					Description: fmt.Sprintf("the turn ran longer than its budget of %s inside a built-in call that cannot be interrupted; it was abandoned", budget)})
+			}
+			r.Duration = time.Since(start)
+			return r, DriveResult{}
+		}
+	}
+	res.Duration = time.Since(start)
+	// done happens after the last nativeDrive call: d.res is settled.
+	return *res, d.res
+}
+
+// nativeDrive is the JavaScript side's entry into the driver: it takes the
+// answer to the previous request and returns the next request, or
+// {op: "done"} when the driver has finished.
+func (in *instance) nativeDrive(d *driven, call goja.FunctionCall) goja.Value {
+	if in.t == nil || d.finished {
+		return in.toJS(map[string]any{"op": "done"})
+	}
+	if d.res.Started {
+		d.answer, d.answerErr = nil, nil
+		s, ok := call.Argument(0).Export().(string)
+		var a struct {
+			OK    json.RawMessage `json:"ok"`
+			Error *ScriptError    `json:"error"`
+		}
+		if !ok || json.Unmarshal([]byte(s), &a) != nil {
+			d.answerErr = &ScriptError{Name: "TypeError", Message: "the driver loop answered with something that is not JSON"}
+		} else if a.Error != nil {
+			d.answerErr = a.Error
+		} else {
+			d.answer = a.OK
+			if len(d.answer) == 0 {
+				d.answer = json.RawMessage("null")
+			}
+		}
+	}
+	d.res.Started = true
+	req, ok := d.next()
+	if !ok {
+		d.finished = true
+		d.res.Completed = true
+		d.res.Err = d.driveErr
+		return in.toJS(map[string]any{"op": "done"})
+	}
+	raw, err := json.Marshal(req)
+	if err != nil {
+		panic(fmt.Errorf("runtime: driver request: %w", err))
+	}
+	return in.toJS(json.RawMessage(raw))
+}

@@ -1,0 +1,183 @@
+package service
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"sync"
+	"time"
+
+	"github.com/parley-bots/parley/internal/model"
+	"github.com/parley-bots/parley/internal/runtime"
+	"github.com/parley-bots/parley/internal/workflow"
+)
+
+// WorkflowSchedulerOptions tune the scheduler; zero values take defaults.
+type WorkflowSchedulerOptions struct {
+	// Tick is how often timers and schedules are checked (default 1 s).
+	Tick time.Duration
+	// Refresh is how often the list of workflow bots is reloaded (default
+	// 30 s; a publish on this node reloads it at once).
+	Refresh time.Duration
+	// LeaseTTL is the scheduler leader lease (default 30 s): across nodes
+	// sharing a database only the lease holder fires schedule triggers.
+	LeaseTTL time.Duration
+	Node     string
+}
+
+// WorkflowScheduler fires the schedule triggers of workflow bots (on one
+// node: the holder of the "workflow-scheduler" lease) and queues timeout
+// turns for dialogs inactive past their timeout (on the node that ran the
+// dialog's last turn; after a restart, the next event of the conversation
+// runs the timeout workflow first, because the engine checks expiry on
+// every turn).
+type WorkflowScheduler struct {
+	s      *Service
+	engine *runtime.Engine
+	o      WorkflowSchedulerOptions
+
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	bots   []scheduledBot
+	leader bool
+	last   time.Time
+}
+
+type scheduledBot struct {
+	bot       *model.Bot
+	version   *model.BotVersion
+	doc       *workflow.Bot
+	schedules []workflow.Schedule
+}
+
+// NewWorkflowScheduler returns a scheduler; call Start and Stop.
+func (s *Service) NewWorkflowScheduler(engine *runtime.Engine, o WorkflowSchedulerOptions) *WorkflowScheduler {
+	if o.Tick <= 0 {
+		o.Tick = time.Second
+	}
+	if o.Refresh <= 0 {
+		o.Refresh = 30 * time.Second
+	}
+	if o.LeaseTTL <= 0 {
+		o.LeaseTTL = 30 * time.Second
+	}
+	if o.Node == "" {
+		var b [8]byte
+		_, _ = rand.Read(b[:])
+		o.Node = "node-" + hex.EncodeToString(b[:])
+	}
+	return &WorkflowScheduler{s: s, engine: engine, o: o}
+}
+
+// Start runs the scheduler until Stop.
+func (ws *WorkflowScheduler) Start(ctx context.Context) {
+	ctx, ws.cancel = context.WithCancel(ctx)
+	ws.wg.Add(1)
+	go func() {
+		defer ws.wg.Done()
+		ws.loop(ctx)
+	}()
+}
+
+// Stop stops the scheduler and releases its lease.
+func (ws *WorkflowScheduler) Stop() {
+	if ws.cancel != nil {
+		ws.cancel()
+	}
+	ws.wg.Wait()
+	if ws.leader {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = ws.s.store.Leases().Release(ctx, "workflow-scheduler", ws.o.Node)
+	}
+}
+
+func (ws *WorkflowScheduler) loop(ctx context.Context) {
+	tick := time.NewTicker(ws.o.Tick)
+	defer tick.Stop()
+	var refreshed, leased time.Time
+	ws.last = time.Now()
+	shared := workflowState(ws.s)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-shared.changed:
+			refreshed = time.Time{}
+			continue
+		case <-tick.C:
+		}
+		now := time.Now()
+		for ref, t := range shared.dueTimers(now) {
+			if err := ws.s.enqueueTimeout(ctx, ref, t.userID); err != nil && ctx.Err() == nil {
+				ws.s.log.Warn("workflow: queueing a timeout turn failed", "err", err, "bot", ref.BotID, "conversation", ref.ConversationID)
+			}
+		}
+		if now.Sub(leased) >= ws.o.LeaseTTL/3 {
+			ok, err := ws.s.store.Leases().Acquire(ctx, "workflow-scheduler", ws.o.Node, ws.o.LeaseTTL)
+			if err != nil && ctx.Err() == nil {
+				ws.s.log.Warn("workflow: scheduler lease failed", "err", err)
+			}
+			ws.leader = err == nil && ok
+			leased = now
+		}
+		if !ws.leader {
+			ws.last = now
+			continue
+		}
+		if now.Sub(refreshed) >= ws.o.Refresh {
+			ws.refresh(ctx)
+			refreshed = now
+		}
+		ws.fire(ctx, ws.last, now)
+		ws.last = now
+	}
+}
+
+// refresh reloads the workflow bots that have schedule triggers.
+func (ws *WorkflowScheduler) refresh(ctx context.Context) {
+	ids, err := ws.s.store.Bots().ListAll(ctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			ws.s.log.Warn("workflow: listing bots failed", "err", err)
+		}
+		return
+	}
+	var bots []scheduledBot
+	for _, id := range ids {
+		b, err := ws.s.store.Bots().GetByID(ctx, id)
+		if err != nil || b.VersionID == "" || !workflow.IsWorkflowCode(b.Code) {
+			continue
+		}
+		v, err := ws.s.store.Bots().GetVersion(ctx, b.ID, b.VersionID)
+		if err != nil || v.BotJSON == "" {
+			continue
+		}
+		doc, err := ws.s.compiledBot(v)
+		if err != nil || len(doc.Schedules()) == 0 {
+			continue
+		}
+		bots = append(bots, scheduledBot{bot: b, version: v, doc: doc, schedules: doc.Schedules()})
+	}
+	ws.bots = bots
+}
+
+// fire runs every schedule with a fire time in (from, to].
+func (ws *WorkflowScheduler) fire(ctx context.Context, from, to time.Time) {
+	for _, sb := range ws.bots {
+		for _, sc := range sb.schedules {
+			next := sc.Spec.Next(from)
+			if next.IsZero() || next.After(to) {
+				continue
+			}
+			wb := &workflowBot{s: ws.s, engine: ws.engine, bot: sb.bot}
+			tctx, cancel := context.WithTimeout(ctx, time.Minute)
+			err := wb.runSchedule(tctx, sb.version, sb.doc, sc.Trigger)
+			cancel()
+			if err != nil && ctx.Err() == nil {
+				ws.s.log.Warn("workflow: schedule trigger failed", "err", err, "bot", sb.bot.ID, "trigger", sc.Trigger.ID)
+			}
+		}
+	}
+}
