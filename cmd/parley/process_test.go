@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"sync"
 	"context"
 	"encoding/json"
 	"io"
@@ -12,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
