@@ -28,6 +28,7 @@ const usage = `Parley: a self-hostable bot platform that speaks the Botpress pro
 Usage:
   parley serve [flags]          run the server (Chat, Webchat and Admin APIs)
   parley token create [flags]   give an account a personal access token
+  parley bot init|deploy|pull|test   build, test and publish workflow bots
   parley version                print the version
   parley help                   show this help
 
@@ -64,6 +65,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			return errors.New(`usage: parley token create --email ADDRESS [--note TEXT]`)
 		}
 		return tokenCreate(ctx, args[2:], getenv, stdout, stderr)
+	case "bot":
+		return botCommand(ctx, args[1:], getenv, stdout, stderr)
 	case "version", "--version", "-v":
 		fmt.Fprintln(stdout, "parley", version)
 		return nil

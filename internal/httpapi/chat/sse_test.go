@@ -157,14 +157,12 @@ func TestSlowConsumerDropped(t *testing.T) {
 	for i := range big {
 		big[i] = 'x'
 	}
-	start := time.Now()
+	// A blocked publisher would make fast.next time out; how long the
+	// posts take on a loaded machine is not asserted.
 	for i := range 60 {
 		e.must(e.call("POST", "/messages", key, map[string]any{"conversationId": conv,
 			"payload": map[string]any{"type": "text", "text": fmt.Sprint(i, string(big))}}), 201)
 		fast.next(5 * time.Second)
-	}
-	if d := time.Since(start); d > 20*time.Second {
-		t.Fatalf("publishing took %v", d)
 	}
 	if n := e.hub.Subscribers(e.bot.ID, conv); n != 1 {
 		t.Fatalf("%d subscribers, want only the fast one", n)

@@ -551,9 +551,11 @@ func testLeases(t *testing.T, db store.DB) {
 	eq(t, "free after release", acquire("l", "h2", time.Minute), true)
 	ok(t, r.Release(ctx, "nope", "h1"))
 
-	eq(t, "short lease", acquire("e", "h1", 20*time.Millisecond), true)
+	// Long enough that a loaded machine still sees it held, short enough
+	// to wait out.
+	eq(t, "short lease", acquire("e", "h1", time.Second), true)
 	eq(t, "still held", acquire("e", "h2", time.Minute), false)
-	time.Sleep(60 * time.Millisecond)
+	time.Sleep(1100 * time.Millisecond)
 	eq(t, "taken over after expiry", acquire("e", "h2", time.Minute), true)
 	eq(t, "old holder refused", acquire("e", "h1", time.Minute), false)
 
