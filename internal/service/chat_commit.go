@@ -11,11 +11,11 @@ import (
 	"github.com/parley-bots/parley/internal/store"
 )
 
-// Group commit. Chat writes (createMessage, createEvent, bot replies, turn
-// completions) are queued and committed together, many per transaction:
-// a commit (a WAL append and lock round on SQLite, a WAL flush and several
-// round trips on PostgreSQL) is paid once per batch instead of once per
-// request.
+// Group commit (SQLite). Chat writes (createMessage, createEvent, bot
+// replies, turn completions) are queued and committed together, many per
+// transaction: SQLite's commit (WAL append, lock round, and the single
+// writer's queue) is paid once per batch instead of once per request. On
+// PostgreSQL each write commits on its own (see submit).
 //
 // The semantics of one write are unchanged: its caller returns only after
 // the transaction holding it committed, and gets its own result. If a batch

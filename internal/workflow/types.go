@@ -13,18 +13,18 @@ import "encoding/json"
 
 // Document is a bot JSON document.
 type Document struct {
-	Schema         string              `json:"$schema,omitempty"`
-	Version        int                 `json:"version,omitempty"`
-	Name           string              `json:"name,omitempty"`
-	Description    string              `json:"description,omitempty"`
-	Settings       Settings            `json:"settings,omitzero"`
-	Variables      []Variable          `json:"variables,omitempty"`
-	Workflows      map[string]*Flow    `json:"workflows"`
-	Triggers       []Trigger           `json:"triggers,omitempty"`
-	Hooks          map[string]string   `json:"hooks,omitempty"`
-	Actions        map[string]*Action  `json:"actions,omitempty"`
-	Intents        map[string]*Intent  `json:"intents,omitempty"`
-	KnowledgeBases []KnowledgeBaseRef  `json:"knowledgeBases,omitempty"`
+	Schema         string             `json:"$schema,omitempty"`
+	Version        int                `json:"version,omitempty"`
+	Name           string             `json:"name,omitempty"`
+	Description    string             `json:"description,omitempty"`
+	Settings       Settings           `json:"settings,omitzero"`
+	Variables      []Variable         `json:"variables,omitempty"`
+	Workflows      map[string]*Flow   `json:"workflows"`
+	Triggers       []Trigger          `json:"triggers,omitempty"`
+	Hooks          map[string]string  `json:"hooks,omitempty"`
+	Actions        map[string]*Action `json:"actions,omitempty"`
+	Intents        map[string]*Intent `json:"intents,omitempty"`
+	KnowledgeBases []KnowledgeBaseRef `json:"knowledgeBases,omitempty"`
 }
 
 // Settings tune the engine.
@@ -128,7 +128,7 @@ type Card struct {
 	Cancel     []string          `json:"cancel,omitempty"`
 	OnCancel   string            `json:"onCancel,omitempty"`
 	SkipIfSet  bool              `json:"skipIfSet,omitempty"`
-	Minutes    float64           `json:"minutes,omitempty"` // timeout
+	Minutes    float64           `json:"minutes,omitempty"`  // timeout
 	Workflow   string            `json:"workflow,omitempty"` // call
 	outputMap  map[string]string // call: output var of the callee → variable of the caller
 	outputVar  string            // action

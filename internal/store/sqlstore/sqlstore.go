@@ -64,6 +64,9 @@ type engine struct {
 
 	stmts     sync.Map // query -> *sql.Stmt (Dialect.CacheStatements)
 	preparing sync.Map // query -> true while prepared in the background
+	bgMu      sync.Mutex
+	bg        sync.WaitGroup // background prepares, waited for by Close
+	closed    bool           // under bgMu
 	nstmts    atomic.Int32
 }
 
@@ -106,6 +109,10 @@ func (db *DB) Engine() string                 { return db.e.d.Name }
 
 // Close closes the cached statements and the database.
 func (db *DB) Close() error {
+	db.e.bgMu.Lock()
+	db.e.closed = true
+	db.e.bgMu.Unlock()
+	db.e.bg.Wait() // no connection opens behind Close
 	db.e.stmts.Range(func(k, v any) bool {
 		_ = v.(*sql.Stmt).Close()
 		db.e.stmts.Delete(k)
@@ -197,10 +204,16 @@ func (s *Store) stmt(ctx context.Context, q string) *sql.Stmt {
 			// may not come while this transaction holds the write lock:
 			// run this one unprepared, prepare for the next.
 			if _, busy := s.e.preparing.LoadOrStore(q, true); !busy {
-				go func() {
-					defer s.e.preparing.Delete(q)
-					s.e.prepare(context.WithoutCancel(ctx), q)
-				}()
+				s.e.bgMu.Lock()
+				if !s.e.closed {
+					s.e.bg.Add(1)
+					go func() {
+						defer s.e.bg.Done()
+						defer s.e.preparing.Delete(q)
+						s.e.prepare(context.WithoutCancel(ctx), q)
+					}()
+				}
+				s.e.bgMu.Unlock()
 			}
 			return nil
 		}
