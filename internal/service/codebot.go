@@ -54,9 +54,33 @@ func (cb *codeBot) HandleTurn(ctx context.Context, in *TurnInput, out BotOutput)
 	if err != nil {
 		return err
 	}
-	ev, err := runtimeEvent(b.ID, in)
+	rin, err := s.prepareTurn(ctx, b, v, in, out)
 	if err != nil {
 		return err
+	}
+	rin.Code = v.Code
+	res := cb.engine.RunTurn(ctx, rin)
+	if res.Err != nil {
+		return res.Err
+	}
+	var problems []turnProblem
+	if p := res.Problem; p != nil {
+		problems = append(problems, turnProblem{p.Code, issueCategory(p.Code), p.Title, p.Description})
+	}
+	return s.store.InTx(ctx, func(tx store.Store) error {
+		if err := s.saveStates(ctx, tx, b.ID, in, res.States); err != nil {
+			return err
+		}
+		return s.recordTurn(ctx, tx, b.ID, v.ID, rin.Event, res.Logs, "", problems)
+	})
+}
+
+// prepareTurn builds the runtime input of a turn (all but the code): the
+// event object, the stored message, user and conversation, and the states.
+func (s *Service) prepareTurn(ctx context.Context, b *model.Bot, v *model.BotVersion, in *TurnInput, out BotOutput) (runtime.TurnInput, error) {
+	ev, err := runtimeEvent(b.ID, in)
+	if err != nil {
+		return runtime.TurnInput{}, err
 	}
 	var msg map[string]any
 	if in.Message != nil {
@@ -65,44 +89,41 @@ func (cb *codeBot) HandleTurn(ctx context.Context, in *TurnInput, out BotOutput)
 	host := &botHost{s: s, botID: b.ID, out: out}
 	user, _ := host.GetUser(ctx, in.UserID)
 	conv, _ := host.GetConversation(ctx, in.ConversationID)
-	states, err := cb.loadStates(ctx, in)
+	states, err := s.loadStates(ctx, b.ID, in)
 	if err != nil {
-		return err
+		return runtime.TurnInput{}, err
 	}
-	res := cb.engine.RunTurn(ctx, runtime.TurnInput{
-		BotID: b.ID, VersionID: v.ID, Code: v.Code, Timeout: time.Duration(b.MaxExecutionTime) * time.Second,
-		Event: ev, Message: msg, User: user, Conversation: conv, States: states, Host: host,
-	})
-	if res.Err != nil {
-		return res.Err
-	}
-	return s.store.InTx(ctx, func(tx store.Store) error {
-		if err := cb.saveStates(ctx, tx, in, res.States); err != nil {
+	return runtime.TurnInput{BotID: b.ID, VersionID: v.ID, Timeout: time.Duration(b.MaxExecutionTime) * time.Second,
+		Event: ev, Message: msg, User: user, Conversation: conv, States: states, Host: host}, nil
+}
+
+// turnProblem is a failure of bot code to record as an issue occurrence.
+type turnProblem struct{ code, category, title, description string }
+
+// recordTurn stores a turn's log lines and reports its problems as issues.
+func (s *Service) recordTurn(ctx context.Context, tx store.Store, botID, versionID string, ev runtime.Event, logs []model.LogEntry, workflowID string, problems []turnProblem) error {
+	if len(logs) > 0 {
+		entries := make([]*model.LogEntry, len(logs))
+		for i := range logs {
+			logs[i].ID, logs[i].BotID = model.NewID(), botID
+			if workflowID != "" {
+				logs[i].WorkflowID = workflowID
+			}
+			entries[i] = &logs[i]
+		}
+		if err := tx.Logs().Append(ctx, entries...); err != nil {
 			return err
 		}
-		for i := range res.Logs {
-			res.Logs[i].ID = model.NewID()
-			res.Logs[i].BotID = b.ID
+	}
+	for _, p := range problems {
+		issue := &model.Issue{BotID: botID, Code: p.code, Category: p.category, Title: p.title, Description: p.description}
+		occurrence := &model.IssueEvent{Data: map[string]any{"conversationId": ev.ConversationID, "userId": ev.UserID,
+			"eventId": ev.ID, "eventType": ev.Type, "versionId": versionID, "description": p.description}}
+		if _, err := tx.Issues().Report(ctx, issue, occurrence); err != nil {
+			return err
 		}
-		if len(res.Logs) > 0 {
-			entries := make([]*model.LogEntry, len(res.Logs))
-			for i := range res.Logs {
-				entries[i] = &res.Logs[i]
-			}
-			if err := tx.Logs().Append(ctx, entries...); err != nil {
-				return err
-			}
-		}
-		if p := res.Problem; p != nil {
-			issue := &model.Issue{BotID: b.ID, Code: p.Code, Category: issueCategory(p.Code), Title: p.Title, Description: p.Description}
-			occurrence := &model.IssueEvent{Data: map[string]any{"conversationId": in.ConversationID, "userId": in.UserID,
-				"eventId": ev.ID, "eventType": ev.Type, "versionId": v.ID, "description": p.Description}}
-			if _, err := tx.Issues().Report(ctx, issue, occurrence); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+	}
+	return nil
 }
 
 // runtimeEvent builds the bot-side event object of a turn.
@@ -139,33 +160,33 @@ func issueCategory(code string) string {
 	return "user_code"
 }
 
-func (cb *codeBot) loadStates(ctx context.Context, in *TurnInput) (runtime.States, error) {
-	st := cb.s.store.States()
+func (s *Service) loadStates(ctx context.Context, botID string, in *TurnInput) (runtime.States, error) {
+	st := s.store.States()
 	var out runtime.States
 	var err error
-	if out.User, err = st.Get(ctx, cb.bot.ID, store.ScopeUser, in.UserID); err != nil {
+	if out.User, err = st.Get(ctx, botID, store.ScopeUser, in.UserID); err != nil {
 		return out, err
 	}
-	if out.Conversation, err = st.Get(ctx, cb.bot.ID, store.ScopeConversation, in.ConversationID); err != nil {
+	if out.Conversation, err = st.Get(ctx, botID, store.ScopeConversation, in.ConversationID); err != nil {
 		return out, err
 	}
-	out.Bot, err = st.Get(ctx, cb.bot.ID, store.ScopeBot, cb.bot.ID)
+	out.Bot, err = st.Get(ctx, botID, store.ScopeBot, botID)
 	return out, err
 }
 
-func (cb *codeBot) saveStates(ctx context.Context, tx store.Store, in *TurnInput, s runtime.States) error {
+func (s *Service) saveStates(ctx context.Context, tx store.Store, botID string, in *TurnInput, st runtime.States) error {
 	for _, x := range []struct {
 		scope, owner string
 		data         json.RawMessage
 	}{
-		{store.ScopeUser, in.UserID, s.User},
-		{store.ScopeConversation, in.ConversationID, s.Conversation},
-		{store.ScopeBot, cb.bot.ID, s.Bot},
+		{store.ScopeUser, in.UserID, st.User},
+		{store.ScopeConversation, in.ConversationID, st.Conversation},
+		{store.ScopeBot, botID, st.Bot},
 	} {
 		if x.data == nil {
 			continue
 		}
-		if err := tx.States().Put(ctx, cb.bot.ID, x.scope, x.owner, x.data); err != nil {
+		if err := tx.States().Put(ctx, botID, x.scope, x.owner, x.data); err != nil {
 			return err
 		}
 	}

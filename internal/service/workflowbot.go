@@ -213,19 +213,7 @@ func (wb *workflowBot) HandleTurn(ctx context.Context, in *TurnInput, out BotOut
 	if err != nil {
 		return err
 	}
-	ev, err := runtimeEvent(b.ID, in)
-	if err != nil {
-		return err
-	}
-	var msg map[string]any
-	if in.Message != nil {
-		msg = toMap(in.Message)
-	}
-	host := &botHost{s: s, botID: b.ID, out: out}
-	user, _ := host.GetUser(ctx, in.UserID)
-	conv, _ := host.GetConversation(ctx, in.ConversationID)
-	cb := &codeBot{s: s, engine: wb.engine, bot: b}
-	states, err := cb.loadStates(ctx, in)
+	rin, err := s.prepareTurn(ctx, b, v, in, out)
 	if err != nil {
 		return err
 	}
@@ -233,15 +221,12 @@ func (wb *workflowBot) HandleTurn(ctx context.Context, in *TurnInput, out BotOut
 	if err != nil {
 		return err
 	}
-	res := workflow.RunTurn(ctx, wb.engine, doc, runtime.TurnInput{
-		BotID: b.ID, VersionID: v.ID, Timeout: time.Duration(b.MaxExecutionTime) * time.Second,
-		Event: ev, Message: msg, User: user, Conversation: conv, States: states, Host: host,
-	}, dialog, nil, model.Now())
+	res := workflow.RunTurn(ctx, wb.engine, doc, rin, dialog, nil, model.Now())
 	if res.Err != nil {
 		return res.Err
 	}
 	err = s.store.InTx(ctx, func(tx store.Store) error {
-		if err := cb.saveStates(ctx, tx, in, res.States); err != nil {
+		if err := s.saveStates(ctx, tx, b.ID, in, res.States); err != nil {
 			return err
 		}
 		if res.Outcome != nil {
@@ -253,7 +238,7 @@ func (wb *workflowBot) HandleTurn(ctx context.Context, in *TurnInput, out BotOut
 				return err
 			}
 		}
-		return s.recordTurn(ctx, tx, b.ID, v.ID, ev, res)
+		return s.recordWorkflowTurn(ctx, tx, b.ID, v.ID, rin.Event, res)
 	})
 	if err != nil {
 		return err
@@ -267,40 +252,23 @@ func (wb *workflowBot) HandleTurn(ctx context.Context, in *TurnInput, out BotOut
 
 // recordTurn stores the turn's logs, and its problem and engine issues as
 // bot issues.
-func (s *Service) recordTurn(ctx context.Context, tx store.Store, botID, versionID string, ev runtime.Event, res workflow.TurnResult) error {
-	if len(res.Logs) > 0 {
-		entries := make([]*model.LogEntry, len(res.Logs))
-		for i := range res.Logs {
-			res.Logs[i].ID = model.NewID()
-			res.Logs[i].BotID = botID
-			if res.EventTrigger != nil {
-				res.Logs[i].WorkflowID = res.EventTrigger.FlowID
-			}
-			entries[i] = &res.Logs[i]
-		}
-		if err := tx.Logs().Append(ctx, entries...); err != nil {
-			return err
-		}
-	}
-	type problem struct{ code, category, title, desc string }
-	var ps []problem
+// recordWorkflowTurn stores a workflow turn's logs (tagged with the
+// workflow that ran) and its problems, the engine's own included.
+func (s *Service) recordWorkflowTurn(ctx context.Context, tx store.Store, botID, versionID string, ev runtime.Event, res workflow.TurnResult) error {
+	var problems []turnProblem
 	if p := res.Problem; p != nil {
-		ps = append(ps, problem{p.Code, issueCategory(p.Code), p.Title, p.Description})
+		problems = append(problems, turnProblem{p.Code, issueCategory(p.Code), p.Title, p.Description})
 	}
 	if res.Outcome != nil {
 		for _, is := range res.Outcome.Issues {
-			ps = append(ps, problem{is.Code, "user_code", is.Title, is.Description})
+			problems = append(problems, turnProblem{is.Code, "user_code", is.Title, is.Description})
 		}
 	}
-	for _, p := range ps {
-		issue := &model.Issue{BotID: botID, Code: p.code, Category: p.category, Title: p.title, Description: p.desc}
-		occurrence := &model.IssueEvent{Data: map[string]any{"conversationId": ev.ConversationID, "userId": ev.UserID,
-			"eventId": ev.ID, "eventType": ev.Type, "versionId": versionID, "description": p.desc}}
-		if _, err := tx.Issues().Report(ctx, issue, occurrence); err != nil {
-			return err
-		}
+	workflowID := ""
+	if res.EventTrigger != nil {
+		workflowID = res.EventTrigger.FlowID
 	}
-	return nil
+	return s.recordTurn(ctx, tx, botID, versionID, ev, res.Logs, workflowID, problems)
 }
 
 func (s *Service) loadDialog(ctx context.Context, botID, convID string) (*workflow.Dialog, error) {
@@ -343,7 +311,7 @@ func (wb *workflowBot) runSchedule(ctx context.Context, v *model.BotVersion, doc
 				return err
 			}
 		}
-		return s.recordTurn(ctx, tx, b.ID, v.ID, ev, res)
+		return s.recordWorkflowTurn(ctx, tx, b.ID, v.ID, ev, res)
 	})
 }
 
