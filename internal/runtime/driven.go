@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"iter"
-	"time"
 
 	"github.com/dop251/goja"
 )
@@ -88,9 +87,6 @@ type driven struct {
 // code's driver loop (see DriverGlobal). It returns the turn's result and
 // what became of the driver.
 func (e *Engine) RunDriven(ctx context.Context, in TurnInput, drive func(call DriveCall) error) (TurnResult, DriveResult) {
-	start := time.Now()
-	res := &TurnResult{}
-	t := &turn{e: e, in: &in, res: res, parent: ctx}
 	d := &driven{}
 	seq := func(yield func(any) bool) {
 		d.driveErr = drive(func(req any) (json.RawMessage, error) {
@@ -102,61 +98,17 @@ func (e *Engine) RunDriven(ctx context.Context, in TurnInput, drive func(call Dr
 	}
 	d.next, d.stop = iter.Pull(seq)
 
-	pl, err := e.getPool(in.BotID, in.VersionID, in.Code)
-	if err == nil {
-		t.inst, err = pl.get(e)
+	prepare := func(inst *instance) {
+		_ = inst.vm.Set(DriverGlobal, func(call goja.FunctionCall) goja.Value { return inst.nativeDrive(d, call) })
 	}
-	if err != nil {
-		d.stop()
-		t.fail(&Problem{Code: ProblemCompile, Title: "The bot code does not compile", Description: err.Error()})
-		res.Duration = time.Since(start)
-		return *res, DriveResult{}
-	}
-	inst := t.inst
-	_ = inst.vm.Set(DriverGlobal, func(call goja.FunctionCall) goja.Value { return inst.nativeDrive(d, call) })
-
-	budget := e.budget(in.Timeout)
-	tctx, cancel := context.WithTimeout(ctx, budget)
-	t.ctx = tctx
-	vm := inst.vm
-	stop := context.AfterFunc(tctx, func() {
-		if ctx.Err() != nil {
-			vm.Interrupt(&interruption{err: ctx.Err()})
-		} else {
-			vm.Interrupt(errDeadline)
-		}
-	})
-	e.watch.add(t)
-
-	done := make(chan struct{})
 	// The coroutine is stopped on the turn's goroutine, after the turn: the
 	// JavaScript side is the only one that resumes it.
-	e.workers.run(func() {
-		t.execute(pl, stop, cancel, done)
-		d.stop()
-	})
-	select {
-	case <-done:
-	case <-tctx.Done():
-		select {
-		case <-done:
-		case <-time.After(stuckGrace):
-			t.abandoned.Store(true)
-			r := TurnResult{}
-			rt := &turn{e: e, in: &in, res: &r}
-			if ctx.Err() != nil {
-				r.Err = ctx.Err()
-			} else {
-				rt.fail(&Problem{Code: ProblemTimeout, Title: errDeadline.problem.Title,
-					Description: fmt.Sprintf("the turn ran longer than its budget of %s inside a built-in call that cannot be interrupted; it was abandoned", budget)})
-			}
-			r.Duration = time.Since(start)
-			return r, DriveResult{}
-		}
+	res, ran := e.run(ctx, in, prepare, d.stop)
+	if !ran {
+		return res, DriveResult{}
 	}
-	res.Duration = time.Since(start)
-	// done happens after the last nativeDrive call: d.res is settled.
-	return *res, d.res
+	// The turn is done, after the last nativeDrive call: d.res is settled.
+	return res, d.res
 }
 
 // nativeDrive is the JavaScript side's entry into the driver: it takes the

@@ -245,6 +245,15 @@ const stuckGrace = 50 * time.Millisecond
 // or the Host in TurnResult.Err. It returns within the time budget plus
 // about 50 ms whatever the code does.
 func (e *Engine) RunTurn(ctx context.Context, in TurnInput) TurnResult {
+	res, _ := e.run(ctx, in, nil, nil)
+	return res
+}
+
+// run runs one turn. prepare, when set, configures the runtime before the
+// turn starts; finish, when set, runs on the turn's goroutine after the
+// turn, or at once when the turn cannot start. ran is false when the turn
+// did not start or was abandoned.
+func (e *Engine) run(ctx context.Context, in TurnInput, prepare func(*instance), finish func()) (_ TurnResult, ran bool) {
 	start := time.Now()
 	res := &TurnResult{}
 	t := &turn{e: e, in: &in, res: res, parent: ctx}
@@ -254,9 +263,15 @@ func (e *Engine) RunTurn(ctx context.Context, in TurnInput) TurnResult {
 		t.inst, err = pl.get(e)
 	}
 	if err != nil {
+		if finish != nil {
+			finish()
+		}
 		t.fail(&Problem{Code: ProblemCompile, Title: "The bot code does not compile", Description: err.Error()})
 		res.Duration = time.Since(start)
-		return *res
+		return *res, false
+	}
+	if prepare != nil {
+		prepare(t.inst)
 	}
 
 	budget := e.budget(in.Timeout)
@@ -275,7 +290,12 @@ func (e *Engine) RunTurn(ctx context.Context, in TurnInput) TurnResult {
 	// The turn runs on its own goroutine so that a built-in call that
 	// ignores interrupts delays only that goroutine, not the caller.
 	done := make(chan struct{})
-	e.workers.run(func() { t.execute(pl, stop, cancel, done) })
+	e.workers.run(func() {
+		t.execute(pl, stop, cancel, done)
+		if finish != nil {
+			finish()
+		}
+	})
 	select {
 	case <-done:
 	case <-tctx.Done():
@@ -293,11 +313,11 @@ func (e *Engine) RunTurn(ctx context.Context, in TurnInput) TurnResult {
 					Description: fmt.Sprintf("the turn ran longer than its budget of %s inside a built-in call that cannot be interrupted; it was abandoned", budget)})
 			}
 			r.Duration = time.Since(start)
-			return r
+			return r, false
 		}
 	}
 	res.Duration = time.Since(start)
-	return *res
+	return *res, true
 }
 
 func (e *Engine) budget(d time.Duration) time.Duration {
