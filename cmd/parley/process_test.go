@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -168,4 +169,138 @@ func (b *syncBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
+}
+
+func chatPost(t *testing.T, url, key string, body any, out any) {
+	t.Helper()
+	raw, _ := json.Marshal(body)
+	req, _ := http.NewRequest("POST", url, bytes.NewReader(raw))
+	req.Header.Set("Content-Type", "application/json")
+	if key != "" {
+		req.Header.Set("x-user-key", key)
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("POST %s: %v", url, err)
+	}
+	defer res.Body.Close()
+	if res.StatusCode != 201 {
+		t.Fatalf("POST %s: %d", url, res.StatusCode)
+	}
+	if out != nil {
+		json.NewDecoder(res.Body).Decode(out)
+	}
+}
+
+// TestCrashLosesNoTurn kills a `parley serve` process (SIGKILL) while turns
+// are queued, starts it again on the same data, and checks that every
+// message gets its reply, in order, and that at most the turn in flight in
+// each conversation ran twice.
+func TestCrashLosesNoTurn(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	bin := buildBinary(t)
+	const token = "crash-admin-token"
+	env := []string{"PARLEY_ADMIN_TOKEN=" + token, "PARLEY_DATA_DIR=" + t.TempDir()}
+	p := startProcess(t, bin, env...)
+	wsID := adminJSON(t, "GET", p.url+"/v1/admin/workspaces", token, "", "")["workspaces"].([]any)[0].(map[string]any)["id"].(string)
+	// Each turn works ~20 ms, so most of the turns are still queued when the
+	// process is killed.
+	code := `bot.on.message('text', async ({ message, client }) => {
+  const until = Date.now() + 20
+  while (Date.now() < until) {}
+  await client.createMessage({ conversationId: message.conversationId, payload: { type: 'text', text: 'ack: ' + message.payload.text } })
+})`
+	body, _ := json.Marshal(map[string]any{"name": "ack", "code": code})
+	bot := adminJSON(t, "POST", p.url+"/v1/admin/bots", token, wsID, string(body))["bot"].(map[string]any)
+	botID := bot["id"].(string)
+	path := "/chat/" + bot["integrations"].(map[string]any)["chat"].(map[string]any)["webhookId"].(string)
+
+	const convs, perConv = 10, 20
+	type conv struct{ id, key string }
+	cs := make([]conv, convs)
+	for i := range cs {
+		var u struct{ Key string }
+		chatPost(t, p.url+path+"/users", "", map[string]any{}, &u)
+		var c struct{ Conversation struct{ ID string } }
+		chatPost(t, p.url+path+"/conversations", u.Key, map[string]any{}, &c)
+		cs[i] = conv{c.Conversation.ID, u.Key}
+	}
+	for n := range perConv {
+		for _, c := range cs {
+			chatPost(t, p.url+path+"/messages", c.key, map[string]any{"conversationId": c.id,
+				"payload": map[string]any{"type": "text", "text": fmt.Sprint(n)}}, nil)
+		}
+	}
+	p.cmd.Process.Kill() // no graceful shutdown
+	<-p.exited
+
+	q := startProcess(t, bin, env...)
+	deadline := time.Now().Add(60 * time.Second)
+	duplicates := 0
+	for _, c := range cs {
+		var texts []string
+		for {
+			texts = botTexts(t, q.url, token, wsID, botID, c.id)
+			if len(dedupe(texts)) >= perConv || time.Now().After(deadline) {
+				break
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		unique := dedupe(texts)
+		duplicates += len(texts) - len(unique)
+		if len(texts)-len(unique) > 1 {
+			t.Fatalf("conversation %s: more than the turn in flight ran twice: %v", c.id, texts)
+		}
+		for n, got := range unique {
+			if want := fmt.Sprintf("ack: %d", n); got != want || len(unique) != perConv {
+				t.Fatalf("conversation %s: replies %v", c.id, texts)
+			}
+		}
+	}
+	t.Logf("%d messages answered in order after a crash; %d in-flight turns ran twice", convs*perConv, duplicates)
+	q.stop(t)
+}
+
+// botTexts lists the bot's replies in a conversation, oldest first, through
+// the dashboard's conversation transcript endpoint.
+func botTexts(t *testing.T, base, token, ws, botID, convID string) []string {
+	t.Helper()
+	var texts []string
+	next := ""
+	for {
+		u := base + "/v1/admin/bots/" + botID + "/conversations/" + convID + "/messages"
+		if next != "" {
+			u += "?nextToken=" + next
+		}
+		page := adminJSON(t, "GET", u, token, ws, "")
+		for _, m := range page["messages"].([]any) {
+			msg := m.(map[string]any)
+			if msg["userId"] == botID {
+				texts = append(texts, msg["payload"].(map[string]any)["text"].(string))
+			}
+		}
+		meta, _ := page["meta"].(map[string]any)
+		if n, _ := meta["nextToken"].(string); n != "" {
+			next = n
+			continue
+		}
+		break
+	}
+	// The endpoint lists newest first.
+	for i, j := 0, len(texts)-1; i < j; i, j = i+1, j-1 {
+		texts[i], texts[j] = texts[j], texts[i]
+	}
+	return texts
+}
+
+func dedupe(s []string) []string {
+	var out []string
+	for i, v := range s {
+		if i == 0 || v != s[i-1] {
+			out = append(out, v)
+		}
+	}
+	return out
 }

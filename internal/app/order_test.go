@@ -166,11 +166,11 @@ func TestTurnOrderAcrossRestart(t *testing.T) {
 				t.Fatalf("conversation %s replies out of order or missing:\n got %v\nwant %v", cv.id, got, want)
 			}
 		}
-		// After a stop, at most the turn in flight in each conversation runs again.
-		if duplicates > convs {
-			t.Fatalf("%d duplicate replies", duplicates)
+		// A clean stop lets the turn in flight finish: nothing runs twice.
+		if duplicates > 0 {
+			t.Fatalf("%d duplicate replies after a clean restart", duplicates)
 		}
-		t.Logf("1000 messages answered in order; %d replies of in-flight turns were sent twice", duplicates)
+		t.Logf("1000 messages answered in order, none twice")
 		_ = token
 	})
 }

@@ -255,11 +255,10 @@ func (d *Dispatcher) runConversation(ref model.ConversationRef) (busy bool) {
 			}
 		}()
 	}
-	// Completions are committed in the background while the next turn
-	// runs (each is queued as soon as its turn ran, so a crash still
-	// re-runs at most the turns of the last few milliseconds); all of them
-	// are waited for before pending turns are read again, so a completed
-	// turn is never read back.
+	// A turn's completion is queued as soon as it ran (it joins a group
+	// commit with other conversations' writes) and is durable before the
+	// conversation's next turn starts: a crash re-runs at most the turn in
+	// flight.
 	var completions []func() error
 	flush := func() bool {
 		ok := true
@@ -290,25 +289,34 @@ func (d *Dispatcher) runConversation(ref model.ConversationRef) (busy bool) {
 			return false
 		}
 		for _, t := range turns {
-			if ctx.Err() != nil {
+			if ctx.Err() != nil || !flush() {
 				return false
 			}
-			tctx, tcancel := context.WithTimeout(ctx, d.o.TurnTimeout)
+			// On a stop the turn in flight gets a grace period to finish,
+			// so a clean restart runs no turn twice.
+			tctx, tcancel := context.WithTimeout(context.WithoutCancel(ctx), d.o.TurnTimeout)
+			stopTurn := context.AfterFunc(ctx, func() { time.AfterFunc(turnStopGrace, tcancel) })
 			err := d.s.RunTurn(tctx, t)
+			stopTurn()
+			interrupted := tctx.Err() != nil && ctx.Err() != nil
 			tcancel()
-			if ctx.Err() != nil {
-				return false // stopped or lease lost: the turn stays pending
+			if interrupted {
+				return false // cut short by a stop or a lost lease: the turn stays pending
 			}
 			if err != nil {
 				// The turn ran and failed: it is not retried (a failing
 				// bot would otherwise block its conversation forever).
 				d.log.Warn("turns: bot failed", "err", err, "bot", t.BotID, "conversation", t.ConversationID, "seq", t.Seq)
 			}
-			completions = append(completions, d.s.completeTurn(ctx, t))
+			completions = append(completions, d.s.completeTurn(context.WithoutCancel(ctx), t))
 		}
 	}
 	return false
 }
+
+// turnStopGrace is how long a stopping dispatcher lets the turn in flight
+// run before it is cut short.
+const turnStopGrace = 5 * time.Second
 
 // completeTurn queues the deletion of a turn that ran, in a group commit
 // with other writes, and returns the wait for its outcome.
