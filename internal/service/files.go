@@ -11,7 +11,6 @@ import (
 	"net/url"
 	"path"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/parley-bots/parley/internal/model"
@@ -37,18 +36,11 @@ type Blobs interface {
 }
 
 // blobsOf holds each Service's Blobs (set at wiring time, before serving).
-var blobsOf sync.Map // *Service -> Blobs
-
 // SetBlobs sets where file contents are kept; without it, file uploads are
 // refused.
-func (s *Service) SetBlobs(b Blobs) { blobsOf.Store(s, b) }
+func (s *Service) SetBlobs(b Blobs) { s.fileBlobs = b }
 
-func (s *Service) blobs() Blobs {
-	if b, ok := blobsOf.Load(s); ok {
-		return b.(Blobs)
-	}
-	return nil
-}
+func (s *Service) blobs() Blobs { return s.fileBlobs }
 
 func (s *Service) fileStores() (store.Files, error) {
 	fp, ok := s.store.(store.FilesProvider)

@@ -46,6 +46,7 @@ type Service struct {
 	turns     TurnNotifier
 	compiler  Compiler
 	chat      chatState // Chat API and turn pipeline state (chat.go)
+	fileBlobs Blobs     // where uploaded file contents live (files.go)
 }
 
 // New returns a Service. Nil collaborators are replaced by no-ops.
