@@ -62,6 +62,29 @@ func ValidateMessagePayload(raw json.RawMessage) (json.RawMessage, error) {
 	return json.Marshal(out)
 }
 
+// ValidateWebchatMessagePayload is ValidateMessagePayload for the Webchat
+// API, whose component sends a button click (choice, dropdown, card
+// action) as {type: "text", text: <label>, value: <value>} (webchat
+// contract §4.3): a text payload also keeps an optional `value`, a
+// non-empty string, so that the bot's event.payload.value has it. The
+// Chat API never accepts it (its payloads keep only the listed fields).
+func ValidateWebchatMessagePayload(raw json.RawMessage) (json.RawMessage, error) {
+	v, err := decodeJSON(raw)
+	if err != nil {
+		return nil, Invalid("payload: %v", err)
+	}
+	out, err := normalisePayload("payload", v, false)
+	if err != nil {
+		return nil, err
+	}
+	if m := v.(map[string]any); out[0].v == "text" {
+		if out, err = scalarFields("payload", m, []field{{"value", nonEmpty, false}}, out); err != nil {
+			return nil, err
+		}
+	}
+	return json.Marshal(out)
+}
+
 // ValidateEventPayload checks a custom event payload (any JSON object) and
 // returns it compacted.
 func ValidateEventPayload(raw json.RawMessage) (json.RawMessage, error) {

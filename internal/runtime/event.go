@@ -128,7 +128,13 @@ func (t *Tags) normalized() *Tags {
 
 // NewTags returns the event tags; nil maps become empty ones.
 func NewTags(conversation, message, user map[string]string) *Tags {
-	return (&Tags{Conversation: conversation, Message: message, User: user}).normalized()
+	t := &Tags{Conversation: conversation, Message: message, User: user}
+	for _, m := range []*map[string]string{&t.Conversation, &t.Message, &t.User} {
+		if *m == nil {
+			*m = map[string]string{}
+		}
+	}
+	return t
 }
 
 // NewMessageEvent builds the event of a stored message: type is the payload

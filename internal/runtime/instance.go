@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -32,12 +33,14 @@ type instance struct {
 	e         *Engine
 	vm        *goja.Runtime
 	turnFn    goja.Callable
+	makeEvent goja.Callable
 	stringify goja.Callable
 	parse     goja.Callable
-	date      *goja.Object // captured before bot code could replace them
-	errCtor   *goja.Object
+	errCtor   *goja.Object // captured before bot code could replace them
 	typeErr   *goja.Object
 	t         *turn // the running turn; nil when idle
+	strs      [4]cachedStr
+	strNext   int
 }
 
 var errInit = &interruption{problem: &Problem{Code: ProblemTimeout}}
@@ -46,7 +49,12 @@ var errInit = &interruption{problem: &Problem{Code: ProblemTimeout}}
 const (
 	maxJSONDepth = 1000  // JSON.stringify nesting
 	maxApplyArgs = 65536 // arguments spread by apply/Reflect.apply/construct
+	// shallowBudget bounds the property reads of nativeShallow. Below
+	// maxJSONDepth, so a value it accepts cannot be nested too deep.
+	shallowBudget = 512
 )
+
+var _ = [maxJSONDepth - shallowBudget - 1]struct{}{} // shallowBudget < maxJSONDepth
 
 // newInstance creates a runtime, installs the API and evaluates the code's
 // top level within the init budget. Errors are 400s with line and column.
@@ -57,7 +65,6 @@ func (e *Engine) newInstance(p *program) (*instance, error) {
 	jsonObj := vm.Get("JSON").ToObject(vm)
 	in.stringify, _ = goja.AssertFunction(jsonObj.Get("stringify"))
 	in.parse, _ = goja.AssertFunction(jsonObj.Get("parse"))
-	in.date = vm.Get("Date").ToObject(vm)
 	in.errCtor = vm.Get("Error").ToObject(vm)
 	in.typeErr = vm.Get("TypeError").ToObject(vm)
 
@@ -65,6 +72,8 @@ func (e *Engine) newInstance(p *program) (*instance, error) {
 	for name, f := range map[string]func(goja.FunctionCall) goja.Value{
 		"log":             in.nativeLog,
 		"refresh":         in.nativeRefresh,
+		"result":          in.nativeResult,
+		"shallow":         in.nativeShallow,
 		"outgoingEvent":   in.nativeOutgoingEvent,
 		"createMessage":   in.nativeCreateMessage,
 		"createEvent":     in.nativeCreateEvent,
@@ -93,6 +102,7 @@ func (e *Engine) newInstance(p *program) (*instance, error) {
 	_ = vm.Set("bot", api.Get("bot"))
 	_ = vm.Set("console", api.Get("console"))
 	in.turnFn, _ = goja.AssertFunction(api.Get("turn"))
+	in.makeEvent, _ = goja.AssertFunction(api.Get("makeEvent"))
 	in.stringify, _ = goja.AssertFunction(api.Get("stringify"))
 	lock, _ := goja.AssertFunction(api.Get("lock"))
 
@@ -149,6 +159,9 @@ type turn struct {
 	parent context.Context // the caller's
 	ctx    context.Context // the caller's, bounded by the time budget
 
+	input  TurnInput // storage of in and res for Engine.run
+	result TurnResult
+
 	started   time.Time // for the watchdog
 	killed    bool      // set by the watchdog, under its lock
 	abandoned atomic.Bool
@@ -157,6 +170,13 @@ type turn struct {
 	dropped   int // log lines over the limit
 	hostCalls int
 	problems  int
+
+	// Set by the prelude's last step (nativeResult): whether a hook stopped
+	// the turn and the states' JSON (savedOK false when not a plain object).
+	finished bool
+	stopped  bool
+	saved    [3]string
+	savedOK  [3]bool
 }
 
 // run executes the turn in t.inst and reports whether the runtime may be
@@ -167,59 +187,142 @@ func (t *turn) run() bool {
 	in.t = t
 	ev := &t.in.Event
 
-	state := vm.NewObject()
-	raws := [3]json.RawMessage{t.in.States.User, t.in.States.Conversation, t.in.States.Bot}
-	for i, name := range stateNames {
-		_ = state.Set(name, in.parseState(raws[i]))
+	// One call into the runtime: every value is built by the prelude or
+	// copied in fresh, and goja drops its value stack after each top-level
+	// call.
+	var args [23]goja.Value
+	args[0] = vm.ToValue(ev.MessageID != "")
+	for i, raw := range [3]json.RawMessage{t.in.States.User, t.in.States.Conversation, t.in.States.Bot} {
+		args[1+i] = goja.Undefined()
+		if len(raw) > 0 {
+			args[1+i] = vm.ToValue(string(raw))
+		}
 	}
-	isMessage := ev.MessageID != ""
-	ret, err := in.turnFn(goja.Undefined(), vm.ToValue(isMessage), in.eventObject(ev, state, true),
-		in.toJSOrUndefined(t.in.Message), in.toJSOrUndefined(t.in.User), in.toJSOrUndefined(t.in.Conversation), state)
+	args[4] = in.toJSOrUndefined(t.in.Message)
+	args[5] = in.toJSOrUndefined(t.in.User)
+	args[6] = in.toJSOrUndefined(t.in.Conversation)
+	in.eventArgs((*[16]goja.Value)(args[7:]), ev)
+	ret, err := in.turnFn(goja.Undefined(), args[:]...)
 	defer t.flushDropped()
 	if err != nil {
 		t.failErr(err)
 		return false
 	}
-	p, _ := ret.Export().(*goja.Promise)
-	if p == nil {
-		t.fail(&Problem{Code: ProblemInternal, Title: "Internal error", Description: "turn did not return a promise"})
-		return false
-	}
-	switch p.State() {
-	case goja.PromiseStateRejected:
-		t.fail(&Problem{Code: ProblemUncaught, Title: "Uncaught error in bot code", Description: in.describe(p.Result())})
-		return false
-	case goja.PromiseStatePending:
-		t.fail(&Problem{Code: ProblemPending, Title: "A handler never finished",
-			Description: "a handler awaited a promise that nothing can settle (there are no timers or I/O in bot code)"})
-		return false
+	// The prelude returns undefined when the turn finished synchronously,
+	// or the promise of its async continuation.
+	if o, ok := ret.(*goja.Object); ok {
+		p, _ := o.Export().(*goja.Promise)
+		if p == nil {
+			t.fail(&Problem{Code: ProblemInternal, Title: "Internal error", Description: "turn returned an unexpected value"})
+			return false
+		}
+		switch p.State() {
+		case goja.PromiseStateRejected:
+			t.fail(&Problem{Code: ProblemUncaught, Title: "Uncaught error in bot code", Description: in.describe(p.Result())})
+			return false
+		case goja.PromiseStatePending:
+			t.fail(&Problem{Code: ProblemPending, Title: "A handler never finished",
+				Description: "a handler awaited a promise that nothing can settle (there are no timers or I/O in bot code)"})
+			return false
+		}
 	}
 	if len(t.rejected) > 0 {
 		t.fail(&Problem{Code: ProblemRejection, Title: "Unhandled promise rejection", Description: in.describe(t.rejected[0].Result())})
 		return false
 	}
-	out, _ := p.Result().Export().([]any)
-	if len(out) != 4 {
-		t.fail(&Problem{Code: ProblemInternal, Title: "Internal error", Description: "unexpected turn result"})
+	if !t.finished {
+		t.fail(&Problem{Code: ProblemInternal, Title: "Internal error", Description: "the turn ended without a result"})
 		return false
 	}
-	t.res.Stopped, _ = out[0].(bool)
-	return t.collectStates(out[1:])
+	t.res.Stopped = t.stopped
+	return t.collectStates()
+}
+
+// nativeResult receives the outcome of the turn from the prelude: whether
+// it was stopped and the JSON of the three states (null when not a plain
+// object).
+func (in *instance) nativeResult(call goja.FunctionCall) goja.Value {
+	t := in.t
+	if t == nil || t.finished {
+		return goja.Undefined()
+	}
+	t.finished = true
+	t.stopped = call.Argument(0).ToBoolean()
+	if len(call.Arguments) == 2 {
+		// The JSON array of the three states.
+		parts, ok := splitArray3(call.Argument(1).String())
+		if !ok {
+			panic(in.vm.NewGoError(errors.New("runtime: malformed state array")))
+		}
+		for i := range parts {
+			t.saved[i], t.savedOK[i] = parts[i], true
+		}
+		return goja.Undefined()
+	}
+	for i := range t.saved {
+		if v := call.Argument(1 + i); !goja.IsNull(v) && !goja.IsUndefined(v) {
+			t.saved[i], t.savedOK[i] = v.String(), true
+		}
+	}
+	return goja.Undefined()
+}
+
+// splitArray3 splits the compact JSON of an array of three values (as
+// JSON.stringify writes it) into the JSON of each value.
+func splitArray3(s string) (parts [3]string, ok bool) {
+	if len(s) < 2 || s[0] != '[' || s[len(s)-1] != ']' {
+		return parts, false
+	}
+	depth, n, start, inStr := 0, 0, 1, false
+	for i := 1; i < len(s)-1; i++ {
+		c := s[i]
+		if inStr {
+			switch c {
+			case '\\':
+				i++
+			case '"':
+				inStr = false
+			}
+			continue
+		}
+		switch c {
+		case '"':
+			inStr = true
+		case '{', '[':
+			depth++
+		case '}', ']':
+			depth--
+		case ',':
+			if depth == 0 {
+				if n == 2 {
+					return parts, false
+				}
+				parts[n] = s[start:i]
+				n++
+				start = i + 1
+			}
+		}
+	}
+	if n != 2 || depth != 0 || inStr {
+		return parts, false
+	}
+	parts[2] = s[start : len(s)-1]
+	return parts, true
 }
 
 var stateNames = [3]string{"user", "conversation", "bot"}
 
 // collectStates checks the states' JSON (serialized by the prelude; nil
 // when not a plain object) and keeps those that changed.
-func (t *turn) collectStates(saved []any) bool {
+func (t *turn) collectStates() bool {
 	raws := [3]json.RawMessage{t.in.States.User, t.in.States.Conversation, t.in.States.Bot}
 	var out [3]json.RawMessage
 	for i, name := range stateNames {
-		s, ok := saved[i].(string)
-		if !ok {
+		if !t.savedOK[i] {
 			t.fail(&Problem{Code: ProblemInvalidState, Title: "Invalid state", Description: "state." + name + " must be a plain object"})
 			return true
 		}
+		s := t.saved[i]
 		if len(s) > t.e.opts.MaxStateBytes {
 			t.fail(&Problem{Code: ProblemStateTooLarge, Title: "State too large",
 				Description: fmt.Sprintf("state.%s is %d bytes of JSON; the limit is %d", name, len(s), t.e.opts.MaxStateBytes)})
@@ -247,17 +350,6 @@ func sameJSON(old json.RawMessage, s string) bool {
 		return false
 	}
 	return b.String() == s
-}
-
-func (in *instance) parseState(raw json.RawMessage) goja.Value {
-	if len(raw) == 0 {
-		return in.vm.NewObject()
-	}
-	v, err := in.parse(goja.Undefined(), in.vm.ToValue(string(raw)))
-	if o, ok := v.(*goja.Object); err != nil || !ok || o.ClassName() != "Object" {
-		return in.vm.NewObject() // a corrupt stored state starts afresh
-	}
-	return v
 }
 
 // fail ends the turn with a bot problem, logged as an error line.
@@ -446,6 +538,62 @@ func (in *instance) encodeObject(v goja.Value, what string, max int) (map[string
 	return m, true
 }
 
+var (
+	typeJSObject = reflect.TypeOf(map[string]any{}) // goja's export type of ordinary objects
+	typeJSArray  = reflect.TypeOf([]any{})          // of arrays (and of Sets)
+)
+
+// nativeShallow is the fast path of the prelude's depth check before
+// JSON.stringify. It walks the value exactly as checkDepth does (the same
+// reads in the same order: own enumerable keys of objects, indexes of
+// arrays, depth first from the last pushed), but in Go, without allocating
+// JS arrays. It answers true when the value certainly passes: it is not
+// an object, or it is made of ordinary objects and arrays with at most
+// shallowBudget properties in all, so it cannot be nested deeper than
+// maxJSONDepth. Anything else (more properties, a proxy, a Date, a Map, a
+// typed array...) answers false and the JS walk runs; getters read here are
+// then read again by it.
+func (in *instance) nativeShallow(call goja.FunctionCall) goja.Value {
+	o, ok := call.Argument(0).(*goja.Object)
+	if !ok || o.ExportType().Kind() == reflect.Func {
+		return in.vm.ToValue(true)
+	}
+	var buf [16]*goja.Object
+	stack := append(buf[:0], o)
+	budget := shallowBudget
+	push := func(v goja.Value) {
+		// checkDepth pushes values with typeof 'object': not functions.
+		if x, ok := v.(*goja.Object); ok && x.ExportType().Kind() != reflect.Func {
+			stack = append(stack, x)
+		}
+	}
+	for len(stack) > 0 {
+		o := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		switch t := o.ExportType(); {
+		case t == typeJSObject:
+			keys := o.Keys()
+			if budget -= len(keys); budget < 0 {
+				return in.vm.ToValue(false)
+			}
+			for _, k := range keys {
+				push(o.Get(k))
+			}
+		case t == typeJSArray && o.ClassName() == "Array":
+			n := o.Get("length").ToInteger()
+			if budget -= int(min(n, shallowBudget+1)); budget < 0 {
+				return in.vm.ToValue(false)
+			}
+			for i := range n {
+				push(o.Get(strconv.FormatInt(i, 10)))
+			}
+		default:
+			return in.vm.ToValue(false)
+		}
+	}
+	return in.vm.ToValue(true)
+}
+
 func isInterrupt(err error) bool {
 	var ie *goja.InterruptedError
 	return errors.As(err, &ie)
@@ -454,7 +602,11 @@ func isInterrupt(err error) bool {
 func defined(v goja.Value) bool { return v != nil && !goja.IsUndefined(v) && !goja.IsNull(v) }
 
 func (in *instance) stringArg(v goja.Value, what string) string {
-	if s, ok := v.Export().(string); ok && s != "" {
+	if s, ok := v.(goja.String); ok { // a primitive string: no Export boxing
+		if s.Length() > 0 {
+			return s.String()
+		}
+	} else if s, ok := v.Export().(string); ok && s != "" { // a String object
 		return s
 	}
 	in.throwType("%s must be a non-empty string", what)
@@ -573,7 +725,19 @@ func (in *instance) nativeOutgoingEvent(call goja.FunctionCall) goja.Value {
 	if ev.Tags == nil {
 		ev.Tags = NewTags(nil, tags, nil)
 	}
-	return in.eventObject(&ev, call.Argument(3), false)
+	var args [17]goja.Value
+	in.eventArgs((*[16]goja.Value)(args[:]), &ev)
+	copy(args[11:], args[10:16]) // state goes after preview
+	args[10] = call.Argument(3)
+	v, err := in.makeEvent(goja.Undefined(), args[:]...)
+	if err != nil {
+		var ex *goja.Exception
+		if errors.As(err, &ex) && !isInterrupt(err) {
+			panic(ex.Value())
+		}
+		panic(err)
+	}
+	return v
 }
 
 func (in *instance) nativeCreateMessage(call goja.FunctionCall) goja.Value {
@@ -654,66 +818,79 @@ func (in *instance) nativeListMessages(call goja.FunctionCall) goja.Value {
 	return in.toJS(map[string]any{"messages": arr, "meta": meta})
 }
 
-// eventObject builds the JS event: the SPEC's fields in the SPEC's order,
-// optional ones only when set, createdOn a Date, state the turn's state
-// object. It is a fresh object each time, so bot code cannot reach the
-// Go-side event through it.
-//
-// With msDate, createdOn is left as Unix milliseconds for the prelude to
-// turn into a Date: a Go-side vm.New here would be a top-level call, and
-// goja drops its value stack after each one.
-func (in *instance) eventObject(ev *Event, state goja.Value, msDate bool) *goja.Object {
+// eventArgs fills the arguments of the prelude's makeEvent but state
+// (botId, conversationId, createdMs, direction, id, integration, kb,
+// messageId, payload, preview, tags.conversation, tags.message, tags.user,
+// trigger, type, userId), undefined for the optional fields that are not
+// set. Every value is fresh, so bot code cannot reach the Go-side event
+// through the object.
+func (in *instance) eventArgs(a *[16]goja.Value, ev *Event) {
 	vm := in.vm
-	o := vm.NewObject()
-	set := func(k string, v any) { _ = o.Set(k, v) }
-	set("botId", ev.BotID)
-	if ev.ConversationID != "" {
-		set("conversationId", ev.ConversationID)
-	}
-	if msDate {
-		set("createdOn", ev.CreatedOn.UnixMilli())
-	} else {
-		d, _ := vm.New(in.date, vm.ToValue(ev.CreatedOn.UnixMilli()))
-		set("createdOn", d)
+	undef := goja.Undefined()
+	opt := func(s string) goja.Value { // an optional field
+		if s == "" {
+			return undef
+		}
+		return vm.ToValue(s)
 	}
 	dir := ev.Direction
 	if dir == "" {
 		dir = model.DirectionIncoming
 	}
-	set("direction", dir)
-	set("id", ev.ID)
+	a[0] = in.str(ev.BotID)
+	a[1] = opt(ev.ConversationID)
+	a[2] = vm.ToValue(ev.CreatedOn.UnixMilli())
+	a[3] = in.str(dir)
+	a[4] = vm.ToValue(ev.ID)
+	a[5] = undef
 	if ev.Integration != "" {
-		set("integration", ev.Integration)
+		a[5] = in.str(ev.Integration)
 	}
+	a[6] = undef
 	if ev.KB != nil {
-		set("kb", in.toJS(ev.KB))
+		a[6] = in.toJS(ev.KB)
 	}
-	if ev.MessageID != "" {
-		set("messageId", ev.MessageID)
-	}
-	set("payload", in.toJS(ev.Payload))
-	set("preview", ev.Preview)
-	set("state", state)
+	a[7] = opt(ev.MessageID)
+	a[8] = in.toJS(ev.Payload)
+	a[9] = vm.ToValue(ev.Preview)
+	a[10], a[11], a[12] = undef, undef, undef
 	if ev.Tags != nil {
-		tags := vm.NewObject()
-		_ = tags.Set("conversation", in.stringMap(ev.Tags.Conversation))
-		_ = tags.Set("message", in.stringMap(ev.Tags.Message))
-		_ = tags.Set("user", in.stringMap(ev.Tags.User))
-		set("tags", tags)
+		a[10] = in.stringMap(ev.Tags.Conversation)
+		a[11] = in.stringMap(ev.Tags.Message)
+		a[12] = in.stringMap(ev.Tags.User)
 	}
+	a[13] = undef
 	if ev.Trigger != nil {
-		set("trigger", in.toJS(ev.Trigger))
+		a[13] = in.toJS(ev.Trigger)
 	}
-	set("type", ev.Type)
-	if ev.UserID != "" {
-		set("userId", ev.UserID)
+	a[14] = vm.ToValue(ev.Type)
+	a[15] = opt(ev.UserID)
+}
+
+// str returns s as a JS string, for the bot id, integration and direction,
+// which repeat on every turn of a runtime: JS strings are immutable values,
+// so the last few are cached.
+func (in *instance) str(s string) goja.Value {
+	for i := range in.strs {
+		if c := &in.strs[i]; c.v != nil && c.s == s {
+			return c.v
+		}
 	}
-	return o
+	v := in.vm.ToValue(s)
+	in.strs[in.strNext] = cachedStr{s, v}
+	in.strNext = (in.strNext + 1) % len(in.strs)
+	return v
+}
+
+type cachedStr struct {
+	s string
+	v goja.Value
 }
 
 func (in *instance) stringMap(m map[string]string) *goja.Object {
 	o := in.vm.NewObject()
-	for _, k := range sortedKeys(m) {
+	var buf [8]string
+	for _, k := range sortedKeys(m, buf[:]) {
 		_ = o.Set(k, m[k])
 	}
 	return o
@@ -754,7 +931,8 @@ func (in *instance) toJS(v any) goja.Value {
 		if x == nil {
 			return o
 		}
-		for _, k := range sortedKeys(x) {
+		var buf [8]string
+		for _, k := range sortedKeys(x, buf[:]) {
 			_ = o.Set(k, in.toJS(x[k]))
 		}
 		return o
@@ -787,8 +965,12 @@ func (in *instance) toJS(v any) goja.Value {
 	}
 }
 
-func sortedKeys[V any](m map[string]V) []string {
-	ks := make([]string, 0, len(m))
+// sortedKeys returns the keys of m, sorted, in buf when they fit.
+func sortedKeys[V any](m map[string]V, buf []string) []string {
+	if len(m) == 0 {
+		return nil
+	}
+	ks := buf[:0]
 	for k := range m {
 		ks = append(ks, k)
 	}

@@ -11,6 +11,7 @@
   var Err = Error;
   var RangeErr = RangeError;
   var DateCtor = Date;
+  var parse = JSON.parse;
 
   var handlers = { message: [], event: [] };
   var hooks = {
@@ -169,52 +170,146 @@
     return stringify(s);
   }
 
-  async function turn(isMessage, event, message, user, conversation, state) {
-    // createdOn arrives as Unix milliseconds; assigning keeps the key order.
-    event.createdOn = new DateCtor(event.createdOn);
+  // A turn runs synchronously for as long as its hooks and handlers return
+  // plain values. The first thenable hands the rest of the turn to an async
+  // continuation, so a turn that never waits creates no promise of its own.
+  // The phases follow docs/runtime.md: before_incoming_message hooks (message
+  // turns), handlers, after_incoming_message hooks (message turns),
+  // after_turn_end hooks. A runtime runs one turn at a time and is discarded
+  // when a turn does not finish, so the turn's progress lives here rather
+  // than in a per-turn object.
+  var tMessage = false, tEvent = null, tState = null, tPhase = 0, tI = 0, tSnap, tStopped = false;
+
+  function next() {
+    var hs;
+    for (;;) {
+      switch (tPhase) {
+        case 0: hs = hooks.before_incoming_message; break;
+        case 1:
+          hs = tMessage ? handlers.message : handlers.event;
+          while (tI < hs.length) {
+            var h = hs[tI++];
+            if (h.type === '*' || h.type === tEvent.type) return h.fn;
+          }
+          tPhase = tMessage ? 2 : 3; tI = 0;
+          continue;
+        case 2: hs = hooks.after_incoming_message; break;
+        case 3: hs = hooks.after_turn_end; break;
+        default: return null;
+      }
+      if (tI < hs.length) return hs[tI++];
+      tPhase++; tI = 0;
+    }
+  }
+
+  // after takes the (settled) result of what next returned.
+  function after(r) {
+    if (tPhase !== 0) return;
+    // A before_incoming_message hook may change event.payload; type and
+    // preview follow it.
+    var now = stringify(tEvent.payload);
+    if (now !== tSnap) { native.refresh(tEvent, now); tSnap = now; }
+    if (r && r.stop === true) { tStopped = true; tPhase = 3; tI = 0; }
+  }
+
+  // finish hands the outcome to Go. The states are serialized here, inside
+  // the turn's call into the runtime: each separate call from Go would cost
+  // goja a fresh value stack.
+  function finish() {
+    var u = tState.user, c = tState.conversation, b = tState.bot;
+    if (plain(u) && plain(c) && plain(b)) {
+      // The usual case: one JSON.stringify for the three, split by Go.
+      depthOK(u); depthOK(c); depthOK(b);
+      native.result(tStopped, origStringify([u, c, b]));
+    } else {
+      native.result(tStopped, saveState(u), saveState(c), saveState(b));
+    }
+  }
+  // plain: an object that JSON.stringify renders the same alone and as an
+  // array element (no toJSON, which would receive the key).
+  function plain(s) {
+    return s !== null && typeof s === 'object' && !isArray(s) && s.toJSON === undefined;
+  }
+
+  // makeEvent builds the event object: the SPEC's fields in the SPEC's
+  // order, optional ones (undefined here) left out, createdOn a Date. Go
+  // passes the fields as already fresh JS values (see instance.eventArgs).
+  function makeEvent(botId, conversationId, createdMs, direction, id, integration, kb, messageId, payload, preview, state,
+    tagsConversation, tagsMessage, tagsUser, trigger, type, userId) {
+    var e = { botId: botId };
+    if (conversationId !== undefined) e.conversationId = conversationId;
+    e.createdOn = new DateCtor(createdMs);
+    e.direction = direction;
+    e.id = id;
+    if (integration !== undefined) e.integration = integration;
+    if (kb !== undefined) e.kb = kb;
+    if (messageId !== undefined) e.messageId = messageId;
+    e.payload = payload;
+    e.preview = preview;
+    e.state = state;
+    if (tagsConversation !== undefined) e.tags = { conversation: tagsConversation, message: tagsMessage, user: tagsUser };
+    if (trigger !== undefined) e.trigger = trigger;
+    e.type = type;
+    if (userId !== undefined) e.userId = userId;
+    return e;
+  }
+
+  // parseState turns stored state JSON into a fresh object; none, or
+  // anything that is not a JSON object, starts afresh as {}.
+  function parseState(raw) {
+    if (raw === undefined) return {};
+    var v;
+    try { v = parse(raw); } catch (e) { return {}; }
+    return v !== null && typeof v === 'object' && !isArray(v) ? v : {};
+  }
+
+  // turn runs one turn. Its arguments come from Go (instance.run): the
+  // stored states' JSON, the message, user and conversation as fresh JS
+  // values, then the arguments of makeEvent without state.
+  function turn(isMessage, userState, conversationState, botState, message, user, conversation,
+    botId, conversationId, createdMs, direction, id, integration, kb, messageId, payload, preview,
+    tagsConversation, tagsMessage, tagsUser, trigger, type, userId) {
+    var state = { user: parseState(userState), conversation: parseState(conversationState), bot: parseState(botState) };
+    var event = makeEvent(botId, conversationId, createdMs, direction, id, integration, kb, messageId, payload, preview, state,
+      tagsConversation, tagsMessage, tagsUser, trigger, type, userId);
     var ctx = { event: event, message: message, user: user, conversation: conversation, client: client, logger: logger, state: state, actions: actions };
+    var waiting = false;
+    tMessage = isMessage; tEvent = event; tState = state; tPhase = 1; tI = 0; tSnap = undefined; tStopped = false;
     cur = ctx;
     try {
-      var stopped = false, i, hs, r;
-      hs = hooks.before_incoming_message;
-      if (isMessage && hs.length > 0) {
-        // A hook may change event.payload; type and preview follow it.
-        var snap = stringify(event.payload), now;
-        for (i = 0; i < hs.length; i++) {
-          r = hs[i](ctx);
-          if (isThenable(r)) r = await r;
-          now = stringify(event.payload);
-          if (now !== snap) { native.refresh(event, now); snap = now; }
-          if (r && r.stop === true) { stopped = true; break; }
-        }
+      if (isMessage && hooks.before_incoming_message.length > 0) {
+        tPhase = 0;
+        tSnap = stringify(event.payload);
       }
-      if (!stopped) {
-        var list = isMessage ? handlers.message : handlers.event;
-        for (i = 0; i < list.length; i++) {
-          if (list[i].type === '*' || list[i].type === event.type) {
-            r = list[i].fn(ctx);
-            if (isThenable(r)) await r;
-          }
-        }
-        if (isMessage) {
-          hs = hooks.after_incoming_message;
-          for (i = 0; i < hs.length; i++) {
-            r = hs[i](ctx);
-            if (isThenable(r)) await r;
-          }
-        }
+      for (;;) {
+        var f = next();
+        if (f === null) { finish(); return; }
+        var r = f(ctx);
+        if (isThenable(r)) { waiting = true; return resume(ctx, r); }
+        after(r);
       }
-      hs = hooks.after_turn_end;
-      for (i = 0; i < hs.length; i++) {
-        r = hs[i](ctx);
-        if (isThenable(r)) await r;
-      }
-      // Serialized here, inside the turn's call into the runtime: each
-      // separate call from Go would cost goja a fresh value stack.
-      return [stopped, saveState(state.user), saveState(state.conversation), saveState(state.bot)];
     } finally {
-      cur = null;
+      if (!waiting) end();
     }
+  }
+
+  async function resume(ctx, p) {
+    try {
+      var r = await p;
+      for (;;) {
+        after(r);
+        var f = next();
+        if (f === null) { finish(); return; }
+        r = f(ctx);
+        if (isThenable(r)) r = await r;
+      }
+    } finally {
+      end();
+    }
+  }
+
+  function end() {
+    cur = null; tEvent = null; tState = null; tSnap = undefined;
   }
 
   // Guards. goja checks its interrupt flag between JS instructions only, so
@@ -320,11 +415,17 @@
       o = stack.pop(); d = depths.pop();
     }
   }
+  // The usual small values are checked by Go, which allocates no arrays
+  // (instance.nativeShallow); it leaves anything bigger or unusual to the
+  // walk above.
+  function depthOK(v) {
+    if (!native.shallow(v)) checkDepth(v);
+  }
   var stringify = function stringify(value, replacer, space) {
-    checkDepth(value);
+    depthOK(value);
     return origStringify(value, replacer, space);
   };
   define(JSON, 'stringify', stringify);
 
-  return { bot: bot, console: console, turn: turn, lock: lock, stringify: stringify };
+  return { bot: bot, console: console, turn: turn, makeEvent: makeEvent, lock: lock, stringify: stringify };
 })

@@ -255,8 +255,10 @@ func (e *Engine) RunTurn(ctx context.Context, in TurnInput) TurnResult {
 // did not start or was abandoned.
 func (e *Engine) run(ctx context.Context, in TurnInput, prepare func(*instance), finish func()) (_ TurnResult, ran bool) {
 	start := time.Now()
-	res := &TurnResult{}
-	t := &turn{e: e, in: &in, res: res, parent: ctx}
+	// One allocation for the turn, its input and its result.
+	t := &turn{e: e, input: in, parent: ctx}
+	t.in, t.res = &t.input, &t.result
+	res := t.res
 
 	pl, err := e.getPool(in.BotID, in.VersionID, in.Code)
 	if err == nil {
@@ -299,13 +301,23 @@ func (e *Engine) run(ctx context.Context, in TurnInput, prepare func(*instance),
 	select {
 	case <-done:
 	case <-tctx.Done():
+		// The turn cancels tctx itself just before it closes done: look
+		// before arming a timer.
 		select {
 		case <-done:
-		case <-time.After(stuckGrace):
+			res.Duration = time.Since(start)
+			return *res, true
+		default:
+		}
+		grace := time.NewTimer(stuckGrace)
+		defer grace.Stop()
+		select {
+		case <-done:
+		case <-grace.C:
 			t.abandoned.Store(true)
 			// The stuck goroutine still owns t.res: answer with a new one.
 			r := TurnResult{}
-			rt := &turn{e: e, in: &in, res: &r}
+			rt := &turn{e: e, in: t.in, res: &r}
 			if ctx.Err() != nil {
 				r.Err = ctx.Err()
 			} else {

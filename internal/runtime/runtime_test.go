@@ -704,3 +704,146 @@ func (h *sliceHost) CreateMessage(ctx context.Context, conv string, payload, met
 	h.msgs = append(h.msgs, m)
 	return m, nil
 }
+
+// TestTurnPaths covers the prelude's synchronous path (no thenable returned),
+// its switch to the async continuation, and the state serialization paths.
+func TestTurnPaths(t *testing.T) {
+	e := New(Options{})
+	for _, tc := range []struct {
+		name, code string
+		logs       []string
+		problem    string
+		desc       string
+		stopped    bool
+	}{
+		{"sync throw in handler", `bot.on.message('*', () => { throw new Error('sync bad') })`, nil, ProblemUncaught, "Error: sync bad", false},
+		{"sync throw in hook", `bot.hook('before_incoming_message', () => { throw new TypeError('hook bad') })
+bot.on.message('*', () => console.log('handler'))`, nil, ProblemUncaught, "TypeError: hook bad", false},
+		{"throw after an await", `bot.on.message('*', async () => { await null })
+bot.hook('after_turn_end', () => { throw new Error('late') })`, nil, ProblemUncaught, "Error: late", false},
+		{"sync handler returns a rejection", `bot.on.message('*', () => Promise.reject(new Error('rej')))`, nil, ProblemUncaught, "Error: rej", false},
+		{"pending after sync start", `bot.on.message('*', () => console.log('a'))
+bot.on.message('*', () => new Promise(() => {}))`, []string{"a"}, ProblemPending, "", false},
+		{"mixed sync and async", `bot.hook('before_incoming_message', ({event}) => { event.payload.text += '1' })
+bot.hook('before_incoming_message', async ({event}) => { await null; event.payload.text += '2' })
+bot.on.message('*', ({event}) => console.log('h1 ' + event.preview))
+bot.on.message('*', async () => { await null; console.log('h2') })
+bot.on.message('*', () => console.log('h3'))
+bot.hook('after_incoming_message', () => console.log('after'))
+bot.hook('after_turn_end', async () => console.log('end'))`, []string{"h1 x12", "h2", "h3", "after", "end"}, "", "", false},
+		{"sync stop", `bot.hook('before_incoming_message', () => ({stop: true}))
+bot.on.message('*', () => console.log('handler'))
+bot.hook('after_turn_end', () => console.log('end'))`, []string{"end"}, "", "", true},
+		{"thenable stop", `bot.hook('before_incoming_message', () => ({then(r) { r({stop: true}) }}))
+bot.on.message('*', () => console.log('handler'))`, nil, "", "", true},
+		{"handler changes event.type", `bot.on.message('*', ({event}) => { event.type = 'other' })
+bot.on.message('text', () => console.log('text'))
+bot.on.message('other', () => console.log('other'))`, []string{"other"}, "", "", false},
+		{"toJSON state", `bot.on.message('*', ({state}) => { state.user = {toJSON(k) { return {key: k} }} })`, nil, "", "", false},
+		{"null state", `bot.on.message('*', ({state}) => { state.user = null; state.bot = undefined })`, nil, "", "", false},
+		{"function state", `bot.on.message('*', ({state}) => { state.bot = () => 1 })`, nil, ProblemInvalidState, "state.bot", false},
+		{"deep state", `bot.on.message('*', ({state}) => { let o = {}; state.bot = o; for (let i = 0; i < 1200; i++) o = o.x = {} })`, nil, ProblemUncaught, "nested deeper", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res, _ := run(t, e, tc.code, textEvent("x"), func(ti *TurnInput) {
+				ti.States = States{User: json.RawMessage(`{"a":1}`), Bot: json.RawMessage(`{"b":2}`)}
+			})
+			if problem(res) != tc.problem || res.Err != nil {
+				t.Fatalf("problem %+v err %v logs %q", res.Problem, res.Err, messages(res))
+			}
+			if tc.problem != "" {
+				if !strings.Contains(res.Problem.Description, tc.desc) {
+					t.Errorf("description %q lacks %q", res.Problem.Description, tc.desc)
+				}
+				return
+			}
+			if got := messages(res); !slices.Equal(got, tc.logs) {
+				t.Errorf("logs %q, want %q", got, tc.logs)
+			}
+			if res.Stopped != tc.stopped {
+				t.Errorf("stopped %v", res.Stopped)
+			}
+			switch tc.name {
+			case "toJSON state":
+				if string(res.States.User) != `{"key":""}` || res.States.Bot != nil {
+					t.Errorf("states %+v", res.States)
+				}
+			case "null state":
+				if string(res.States.User) != `{}` || string(res.States.Bot) != `{}` || res.States.Conversation != nil {
+					t.Errorf("states %+v", res.States)
+				}
+			}
+		})
+	}
+	t.Run("states with tricky strings", func(t *testing.T) {
+		code := `bot.on.message('*', ({state}) => {
+  state.user.s = '",[]{}\\"\u2028é'
+  state.conversation = {a: [1, {b: '],['}], c: null}
+  state.bot.n = -0.5 })`
+		res, _ := run(t, e, code, textEvent("x"), func(ti *TurnInput) {
+			ti.States = States{User: json.RawMessage(`not json`), Conversation: json.RawMessage(`[1]`), Bot: json.RawMessage(`{ "n" : 1 }`)}
+		})
+		want := States{User: json.RawMessage(`{"s":"\",[]{}\\\"` + "\u2028" + `é"}`),
+			Conversation: json.RawMessage(`{"a":[1,{"b":"],["}],"c":null}`), Bot: json.RawMessage(`{"n":-0.5}`)}
+		if res.Problem != nil || !reflect.DeepEqual(res.States, want) {
+			t.Errorf("states %s %s %s, want %s %s %s (%v)", res.States.User, res.States.Conversation, res.States.Bot,
+				want.User, want.Conversation, want.Bot, res.Problem)
+		}
+		// Stored JSON that is the same as the result, but not compact, is not rewritten.
+		res, _ = run(t, e, `bot.on.message('*', () => {})`, textEvent("x"), func(ti *TurnInput) {
+			ti.States = States{User: json.RawMessage(`{ "a" : [1, 2] }`), Conversation: json.RawMessage(`null`)}
+		})
+		if res.Problem != nil || !reflect.DeepEqual(res.States, States{}) {
+			t.Errorf("unchanged states %+v %v", res.States, res.Problem)
+		}
+	})
+}
+
+func TestSplitArray3(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want [3]string
+		ok   bool
+	}{
+		{`[{},{},{}]`, [3]string{`{}`, `{}`, `{}`}, true},
+		{`[{"a":"x,]\"y"},{"b":[1,2]},{"c":{"d":[]}}]`, [3]string{`{"a":"x,]\"y"}`, `{"b":[1,2]}`, `{"c":{"d":[]}}`}, true},
+		{`[{"a":"\\"},{},{}]`, [3]string{`{"a":"\\"}`, `{}`, `{}`}, true},
+		{`[{},{}]`, [3]string{}, false},
+		{`[{},{},{},{}]`, [3]string{}, false},
+		{`{}`, [3]string{}, false},
+	} {
+		got, ok := splitArray3(tc.in)
+		if ok != tc.ok || (ok && got != tc.want) {
+			t.Errorf("splitArray3(%s) = %q %v, want %q %v", tc.in, got, ok, tc.want, tc.ok)
+		}
+	}
+}
+
+// TestStringifyDepthGuard checks the depth guard before JSON.stringify on
+// both of its paths: the Go walk for small values, the JS walk otherwise.
+func TestStringifyDepthGuard(t *testing.T) {
+	e := New(Options{})
+	code := `bot.on.message('*', () => {
+  const nest = (n, leaf) => { let o = leaf; for (let i = 0; i < n; i++) o = {x: o}; return o }
+  const tryIt = (name, v) => { try { JSON.stringify(v); console.log(name + ' ok') } catch (e) { console.log(name + ' ' + e.name) } }
+  tryIt('flat', {a: 1, b: 'x', c: [1, 2, {d: null}], f: () => 1})
+  tryIt('wide', Array.from({length: 2000}, (_, i) => ({i})))
+  tryIt('deep', nest(1200, 1))
+  tryIt('deep array', (() => { let a = []; for (let i = 0; i < 1200; i++) a = [a]; return a })())
+  tryIt('deep under a date', {d: new Date(0), n: nest(1100, 1)})
+  tryIt('deep under a proxy', new Proxy({n: nest(1100, 1)}, {}))
+  tryIt('at the limit', nest(999, 1))
+  const cyc = {a: 1}; cyc.self = cyc
+  tryIt('cycle', cyc)
+  let reads = 0
+  const g = {get v() { reads++; return {w: 1} }}
+  JSON.stringify(g)
+  console.log('getter reads ' + reads)
+})`
+	res, _ := run(t, e, code, textEvent("x"))
+	want := []string{"flat ok", "wide ok", "deep RangeError", "deep array RangeError", "deep under a date RangeError",
+		"deep under a proxy RangeError", "at the limit ok", "cycle RangeError", "getter reads 2"}
+	if got := messages(res); !slices.Equal(got, want) || res.Problem != nil {
+		t.Errorf("logs %q, want %q (problem %v)", got, want, res.Problem)
+	}
+}

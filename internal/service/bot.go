@@ -193,6 +193,9 @@ func (s *Service) UpdateBot(ctx context.Context, c *Caller, id string, in BotWri
 		view, err = s.botView(ctx, tx, b)
 		return err
 	})
+	// After the commit: the Chat API's cached scope (and encryption key)
+	// must not outlive an integration change (chat_cache.go).
+	s.invalidateChatScopes()
 	return view, err
 }
 
@@ -223,7 +226,7 @@ func (s *Service) DeleteBot(ctx context.Context, c *Caller, id string) error {
 	if err := c.require(model.PermWriteBots); err != nil {
 		return err
 	}
-	return s.store.InTx(ctx, func(tx store.Store) error {
+	err := s.store.InTx(ctx, func(tx store.Store) error {
 		b, err := tx.Bots().Get(ctx, c.Workspace.ID, id)
 		if err != nil {
 			return err
@@ -233,6 +236,11 @@ func (s *Service) DeleteBot(ctx context.Context, c *Caller, id string) error {
 		}
 		return s.audit(ctx, tx, c.Workspace.ID, &c.Principal, model.AuditDeleteBot, b.ID, b.Name, "")
 	})
+	// After the commit: drop the Chat API's cached scopes and
+	// participations (chat_cache.go).
+	s.invalidateChatScopes()
+	s.invalidateParticipants()
+	return err
 }
 
 // ListBots lists the bots of the caller's workspace.

@@ -20,7 +20,8 @@ import (
 type chatState struct {
 	mu     sync.RWMutex
 	bots   BotResolver
-	commit committer // group commit of chat writes (chat_commit.go)
+	commit committer  // group commit of chat writes (chat_commit.go)
+	cache  chatCaches // read caches of the hot path (chat_cache.go)
 }
 
 // MaxProfileLength is upstream's limit on a chat user's profile.
@@ -41,10 +42,16 @@ type ChatCaller struct {
 }
 
 // ChatScope resolves a webhook id. Unknown or disabled → ResourceNotFound.
+// Resolved scopes are cached (chat_cache.go).
 func (s *Service) ChatScope(ctx context.Context, webhookID string) (*ChatScope, error) {
 	if webhookID == "" {
 		return nil, chatWebhookNotFound()
 	}
+	c := &s.chat.cache.scopes
+	if sc, ok := c.get(webhookID); ok {
+		return sc, nil
+	}
+	gen := c.generation()
 	in, err := s.store.Bots().IntegrationByWebhook(ctx, webhookID)
 	if model.IsNotFound(err) || (err == nil && (in.Name != model.IntegrationChat || !in.Enabled)) {
 		return nil, chatWebhookNotFound()
@@ -57,7 +64,9 @@ func (s *Service) ChatScope(ctx context.Context, webhookID string) (*ChatScope, 
 		// Never accept keys signed with an empty secret.
 		return nil, chatWebhookNotFound()
 	}
-	return &ChatScope{BotID: in.BotID, Integration: in, key: key}, nil
+	sc := &ChatScope{BotID: in.BotID, Integration: in, key: key}
+	c.put(webhookID, sc, gen, chatCacheTTL)
+	return sc, nil
 }
 
 // ChatAuthenticate verifies an x-user-key: an HS256 JWT signed with the
@@ -66,9 +75,20 @@ func (s *Service) ChatAuthenticate(sc *ChatScope, userKey string) (*ChatCaller, 
 	if userKey == "" {
 		return nil, model.Unauthorized("missing user key: send the x-user-key header")
 	}
+	// Verified keys are cached by (encryption key, user key): a rotated
+	// encryption key never matches an entry verified with the old one.
+	c := &s.chat.cache.keys
+	k := userKeyKey{sc.key, userKey}
+	if id, ok := c.get(k); ok {
+		return &ChatCaller{ChatScope: sc, UserID: id}, nil
+	}
+	gen := c.generation()
 	id, err := auth.VerifyUserKey(sc.key, userKey)
 	if err != nil {
 		return nil, model.Unauthorized("Invalid user key")
+	}
+	if cacheableUserKey(userKey) {
+		c.put(k, id, gen, chatCacheTTL)
 	}
 	return &ChatCaller{ChatScope: sc, UserID: id}, nil
 }
@@ -212,6 +232,7 @@ func (s *Service) ChatUpdateUser(ctx context.Context, c *ChatCaller, in ChatUser
 // ChatDeleteUser deletes the caller (and frees its id).
 func (s *Service) ChatDeleteUser(ctx context.Context, c *ChatCaller) error {
 	err := s.store.Chat().DeleteUser(ctx, c.BotID, c.UserID)
+	s.invalidateParticipants()
 	if model.IsNotFound(err) {
 		return model.NotFound("User " + quote(c.UserID))
 	}
@@ -302,7 +323,9 @@ func (s *Service) ChatDeleteConversation(ctx context.Context, c *ChatCaller, id 
 	if _, err := s.requireOwner(ctx, c, id); err != nil {
 		return err
 	}
-	if err := s.store.Chat().DeleteConversation(ctx, c.BotID, id); err != nil {
+	err := s.store.Chat().DeleteConversation(ctx, c.BotID, id)
+	s.invalidateParticipants()
+	if err != nil {
 		if model.IsNotFound(err) {
 			return model.NotFound("Conversation " + quote(id))
 		}
@@ -391,6 +414,7 @@ func (s *Service) ChatRemoveParticipant(ctx context.Context, c *ChatCaller, conv
 		}
 		return tx.Chat().AppendSignal(ctx, sig)
 	})
+	s.invalidateParticipants()
 	if model.IsNotFound(err) {
 		return model.NotFound("Participant " + quote(userID))
 	}
@@ -582,13 +606,24 @@ func (s *Service) conversation(ctx context.Context, botID, id string) (*model.Co
 	return conv, err
 }
 
-// requireParticipant is one read on the hot path (a participant implies
-// the conversation exists); only a refusal reads the conversation, to
-// tell 404 from 403.
+// requireParticipant is at most one read on the hot path (a participant
+// implies the conversation exists), none when the participation is cached
+// (chat_cache.go); only a refusal reads the conversation, to tell 404 from
+// 403.
 func (s *Service) requireParticipant(ctx context.Context, c *ChatCaller, convID string) error {
+	pc := &s.chat.cache.participants
+	k := participantKey{c.BotID, convID, c.UserID}
+	if _, ok := pc.get(k); ok {
+		return nil
+	}
+	gen := pc.generation()
 	ok, err := s.store.Chat().IsParticipant(ctx, c.BotID, convID, c.UserID)
-	if err != nil || ok {
+	if err != nil {
 		return err
+	}
+	if ok {
+		pc.put(k, true, gen, chatCacheTTL)
+		return nil
 	}
 	if _, err := s.conversation(ctx, c.BotID, convID); err != nil {
 		return err

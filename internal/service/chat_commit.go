@@ -192,7 +192,7 @@ func (s *Service) commitBatch(batch []*commitWrite) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), batchTimeout)
 	defer cancel()
-	err := s.store.InTx(ctx, func(tx store.Store) error {
+	err := s.batchTx(ctx, func(tx store.Store) error {
 		for _, w := range live {
 			if err := w.apply(ctx, tx); err != nil {
 				return err
@@ -204,7 +204,7 @@ func (s *Service) commitBatch(batch []*commitWrite) {
 		// Find the culprit(s): each write alone.
 		for i, w := range live {
 			w.reset(seqs[i])
-			w.err = s.store.InTx(ctx, func(tx store.Store) error { return w.apply(ctx, tx) })
+			w.err = s.batchTx(ctx, func(tx store.Store) error { return w.apply(ctx, tx) })
 		}
 	} else {
 		for _, w := range live {
@@ -218,6 +218,22 @@ func (s *Service) commitBatch(batch []*commitWrite) {
 	for _, w := range live {
 		close(w.done)
 	}
+}
+
+// pinnedTxer is a store that can run transactions on one connection kept
+// for them (sqlstore.DB.InPinnedTx).
+type pinnedTxer interface {
+	InPinnedTx(ctx context.Context, fn func(tx store.Store) error) error
+}
+
+// batchTx runs a batch's transaction: on the store's pinned connection
+// when it has one, so the single writer's page cache and prepared
+// statements stay warm from batch to batch.
+func (s *Service) batchTx(ctx context.Context, fn func(tx store.Store) error) error {
+	if p, ok := s.store.(pinnedTxer); ok {
+		return p.InPinnedTx(ctx, fn)
+	}
+	return s.store.InTx(ctx, fn)
 }
 
 // published announces a committed write.

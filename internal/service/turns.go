@@ -121,7 +121,7 @@ func (o *turnOutput) CreateMessage(ctx context.Context, in OutgoingMessage) (*Ch
 }
 
 func (o *turnOutput) CreateEvent(ctx context.Context, in OutgoingEvent) error {
-	return o.s.BotCreateEvent(ctx, o.botID, o.convID(in.ConversationID), in.Payload)
+	return o.s.botCreateEvent(ctx, o.botID, o.convID(in.ConversationID), in.Payload, o.conv)
 }
 
 // laterThan returns now, or prev + 1 ms when now is not strictly later:
@@ -174,12 +174,21 @@ func (s *Service) botCreateMessage(ctx context.Context, botID, convID string, pa
 // id null and isBot:true. Bot events have no stored row; the signal log
 // keeps them.
 func (s *Service) BotCreateEvent(ctx context.Context, botID, convID string, payload json.RawMessage) error {
+	return s.botCreateEvent(ctx, botID, convID, payload, "")
+}
+
+// botCreateEvent skips the conversation check for known, as
+// botCreateMessage does (if it was deleted since, the signal's append
+// fails as not found).
+func (s *Service) botCreateEvent(ctx context.Context, botID, convID string, payload json.RawMessage, known string) error {
 	p, err := model.ValidateEventPayload(payload)
 	if err != nil {
 		return err
 	}
-	if _, err := s.conversation(ctx, botID, convID); err != nil {
-		return err
+	if convID != known {
+		if _, err := s.conversation(ctx, botID, convID); err != nil {
+			return err
+		}
 	}
 	e := &model.Event{BotID: botID, ConversationID: convID, UserID: botID, Type: CustomEventType,
 		Payload: p, CreatedAt: model.Now()}
@@ -191,31 +200,47 @@ func (s *Service) BotCreateEvent(ctx context.Context, botID, convID string, payl
 // turnInput loads what a turn refers to. ok is false when it is gone (a
 // message deleted before its turn ran): the turn is then skipped.
 func (s *Service) turnInput(ctx context.Context, t *model.Turn) (in *TurnInput, ok bool, err error) {
-	in = &TurnInput{BotID: t.BotID, ConversationID: t.ConversationID, UserID: t.UserID, Seq: t.Seq}
+	p := store.PendingTurn{Turn: t}
 	switch t.Kind {
 	case model.TurnMessage:
 		m, err := s.store.Chat().GetMessage(ctx, t.BotID, t.RefID)
-		if model.IsNotFound(err) {
-			return nil, false, nil
-		}
-		if err != nil {
+		if err != nil && !model.IsNotFound(err) {
 			return nil, false, err
 		}
-		var p struct {
-			Type string `json:"type"`
-		}
-		_ = json.Unmarshal(m.Payload, &p)
-		v := ChatMessage(m)
-		in.Message = &v
-		in.Event = BotEvent{ID: m.ID, Type: p.Type, Direction: model.DirectionIncoming, Payload: m.Payload,
-			CreatedAt: m.CreatedAt, UserID: m.UserID, ConversationID: m.ConversationID, MessageID: m.ID}
+		p.Message = m
 	case model.TurnEvent:
 		e, err := s.store.Chat().GetEvent(ctx, t.BotID, t.RefID)
-		if model.IsNotFound(err) {
+		if err != nil && !model.IsNotFound(err) {
+			return nil, false, err
+		}
+		p.Event = e
+	}
+	return pendingTurnInput(p)
+}
+
+// pendingTurnInput builds a turn's input from what it refers to, read with
+// it (store.Chat.PendingTurnInputs). ok is false when that is gone.
+func pendingTurnInput(p store.PendingTurn) (in *TurnInput, ok bool, err error) {
+	t := p.Turn
+	in = &TurnInput{BotID: t.BotID, ConversationID: t.ConversationID, UserID: t.UserID, Seq: t.Seq}
+	switch t.Kind {
+	case model.TurnMessage:
+		m := p.Message
+		if m == nil {
 			return nil, false, nil
 		}
-		if err != nil {
-			return nil, false, err
+		var pl struct {
+			Type string `json:"type"`
+		}
+		_ = json.Unmarshal(m.Payload, &pl)
+		v := ChatMessage(m)
+		in.Message = &v
+		in.Event = BotEvent{ID: m.ID, Type: pl.Type, Direction: model.DirectionIncoming, Payload: m.Payload,
+			CreatedAt: m.CreatedAt, UserID: m.UserID, ConversationID: m.ConversationID, MessageID: m.ID}
+	case model.TurnEvent:
+		e := p.Event
+		if e == nil {
+			return nil, false, nil
 		}
 		in.Event = BotEvent{ID: e.ID, Type: e.Type, Direction: model.DirectionIncoming, Payload: e.Payload,
 			CreatedAt: e.CreatedAt, UserID: e.UserID, ConversationID: e.ConversationID}
@@ -227,11 +252,24 @@ func (s *Service) turnInput(ctx context.Context, t *model.Turn) (in *TurnInput, 
 
 // RunTurn runs one stored turn through the bot. It does not complete it.
 func (s *Service) RunTurn(ctx context.Context, t *model.Turn) (err error) {
+	return s.runTurn(ctx, store.PendingTurn{Turn: t}, false)
+}
+
+// runTurn runs a turn; loaded says p carries what the turn refers to
+// (PendingTurnInputs), otherwise it is read.
+func (s *Service) runTurn(ctx context.Context, p store.PendingTurn, loaded bool) (err error) {
+	t := p.Turn
 	bot, err := s.botFor(ctx, t.BotID)
 	if err != nil || bot == nil {
 		return err
 	}
-	in, ok, err := s.turnInput(ctx, t)
+	var in *TurnInput
+	var ok bool
+	if loaded {
+		in, ok, err = pendingTurnInput(p)
+	} else {
+		in, ok, err = s.turnInput(ctx, t)
+	}
 	if err != nil || !ok {
 		return err
 	}

@@ -278,17 +278,16 @@ func (d *Dispatcher) runConversation(ref model.ConversationRef) (busy bool) {
 		if !flush() {
 			return false
 		}
-		turns, err := d.s.store.Chat().PendingTurns(ctx, ref.BotID, ref.ConversationID, 32)
+		// One read per batch of turns, with what they refer to.
+		turns, err := d.s.store.Chat().PendingTurnInputs(ctx, ref.BotID, ref.ConversationID, turnBatch)
 		if err != nil {
 			if ctx.Err() == nil {
 				d.log.Warn("turns: reading pending turns failed", "err", err, "conversation", ref.ConversationID)
 			}
 			return false
 		}
-		if len(turns) == 0 {
-			return false
-		}
-		for _, t := range turns {
+		for _, p := range turns {
+			t := p.Turn
 			if ctx.Err() != nil || !flush() {
 				return false
 			}
@@ -296,7 +295,7 @@ func (d *Dispatcher) runConversation(ref model.ConversationRef) (busy bool) {
 			// so a clean restart runs no turn twice.
 			tctx, tcancel := context.WithTimeout(context.WithoutCancel(ctx), d.o.TurnTimeout)
 			stopTurn := context.AfterFunc(ctx, func() { time.AfterFunc(turnStopGrace, tcancel) })
-			err := d.s.RunTurn(tctx, t)
+			err := d.s.runTurn(tctx, p, true)
 			stopTurn()
 			interrupted := tctx.Err() != nil && ctx.Err() != nil
 			tcancel()
@@ -310,9 +309,24 @@ func (d *Dispatcher) runConversation(ref model.ConversationRef) (busy bool) {
 			}
 			completions = append(completions, d.s.completeTurn(context.WithoutCancel(ctx), t))
 		}
+		if len(turns) < turnBatch && !d.o.Leases {
+			// All pending turns ran. A turn committed since the read has
+			// notified the dispatcher (after its commit), which marked the
+			// conversation dirty: work() runs it again; no need to read
+			// again to find nothing. With leases (several nodes), turns
+			// committed by another node notify only that node, which is
+			// refused the lease while this one runs: read again.
+			return false
+		}
+		if len(turns) == 0 {
+			return false
+		}
 	}
 	return false
 }
+
+// turnBatch is how many pending turns one read takes.
+const turnBatch = 32
 
 // turnStopGrace is how long a stopping dispatcher lets the turn in flight
 // run before it is cut short.

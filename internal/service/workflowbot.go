@@ -105,18 +105,13 @@ func (s *Service) GetBotJSON(ctx context.Context, c *Caller, id string) (json.Ra
 }
 
 // workflowShared is the per-Service state of workflow bots: compiled
-// documents by version and the inactivity timers.
+// documents by version. (Inactivity timeouts are in the store: see
+// saveDialog and the scheduler.)
 type workflowShared struct {
 	mu       sync.Mutex
 	compiled map[string]*workflow.Bot // by version id
 	order    []string
-	timers   map[model.ConversationRef]dialogTimer
 	changed  chan struct{}
-}
-
-type dialogTimer struct {
-	userID string
-	at     time.Time
 }
 
 var workflowStates sync.Map // *Service → *workflowShared
@@ -126,7 +121,7 @@ func workflowState(s *Service) *workflowShared {
 		return v.(*workflowShared)
 	}
 	v, _ := workflowStates.LoadOrStore(s, &workflowShared{compiled: map[string]*workflow.Bot{},
-		timers: map[model.ConversationRef]dialogTimer{}, changed: make(chan struct{}, 1)})
+		changed: make(chan struct{}, 1)})
 	return v.(*workflowShared)
 }
 
@@ -163,30 +158,6 @@ func (s *Service) compiledBot(v *model.BotVersion) (*workflow.Bot, error) {
 	}
 	w.mu.Unlock()
 	return b, nil
-}
-
-func (w *workflowShared) setTimer(ref model.ConversationRef, userID string, at time.Time) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if at.IsZero() {
-		delete(w.timers, ref)
-		return
-	}
-	w.timers[ref] = dialogTimer{userID: userID, at: at}
-}
-
-// dueTimers removes and returns the timers due at now.
-func (w *workflowShared) dueTimers(now time.Time) map[model.ConversationRef]dialogTimer {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	out := map[model.ConversationRef]dialogTimer{}
-	for ref, t := range w.timers {
-		if !now.Before(t.at) {
-			out[ref] = t
-			delete(w.timers, ref)
-		}
-	}
-	return out
 }
 
 // workflowBot runs the turns of a bot whose deployed version is a bot JSON.
@@ -230,24 +201,32 @@ func (wb *workflowBot) HandleTurn(ctx context.Context, in *TurnInput, out BotOut
 			return err
 		}
 		if res.Outcome != nil {
-			raw, err := json.Marshal(res.Outcome.Dialog)
-			if err != nil {
-				return err
-			}
-			if err := tx.States().Put(ctx, b.ID, ScopeDialog, in.ConversationID, raw); err != nil {
+			if err := saveDialog(ctx, tx, b.ID, in.ConversationID, in.UserID, res.Outcome.Dialog, doc); err != nil {
 				return err
 			}
 		}
 		return s.recordWorkflowTurn(ctx, tx, b.ID, v.ID, rin.Event, res)
 	})
+	return err
+}
+
+// saveDialog stores a conversation's dialog state and, in the same
+// transaction, its inactivity due time (cleared when the dialog ended):
+// the scheduler fires it from the store, so it survives restarts and
+// fires on whichever node holds the scheduler lease.
+func saveDialog(ctx context.Context, tx store.Store, botID, convID, userID string, d *workflow.Dialog, doc *workflow.Bot) error {
+	raw, err := json.Marshal(d)
 	if err != nil {
 		return err
 	}
-	if res.Outcome != nil {
-		ref := model.ConversationRef{BotID: b.ID, ConversationID: in.ConversationID}
-		workflowState(s).setTimer(ref, in.UserID, res.Outcome.Dialog.TimeoutAt(doc))
+	if err := tx.States().Put(ctx, botID, ScopeDialog, convID, raw); err != nil {
+		return err
 	}
-	return nil
+	at := d.TimeoutAt(doc)
+	if at.IsZero() {
+		return tx.DialogTimeouts().Clear(ctx, botID, convID)
+	}
+	return tx.DialogTimeouts().Set(ctx, &store.DialogTimeout{BotID: botID, ConversationID: convID, UserID: userID, DueAt: at})
 }
 
 // recordTurn stores the turn's logs, and its problem and engine issues as
@@ -315,19 +294,32 @@ func (wb *workflowBot) runSchedule(ctx context.Context, v *model.BotVersion, doc
 	})
 }
 
-// enqueueTimeout queues the turn that runs a dialog's timeout workflow.
-// The engine checks again that the dialog really expired, so a timer set
-// before newer activity is harmless.
-func (s *Service) enqueueTimeout(ctx context.Context, ref model.ConversationRef, userID string) error {
-	if _, err := s.store.Chat().GetConversation(ctx, ref.BotID, ref.ConversationID); err != nil {
-		if model.IsNotFound(err) {
-			return nil
-		}
-		return err
-	}
-	e := &model.Event{BotID: ref.BotID, ID: model.NewID(), ConversationID: ref.ConversationID, UserID: userID,
+// errTimeoutMoved aborts queueing a timeout turn whose due time another
+// node claimed, or that newer activity moved.
+var errTimeoutMoved = errors.New("dialog timeout moved or already claimed")
+
+// enqueueTimeout queues the turn that runs a dialog's timeout workflow,
+// claiming the stored due time in the same transaction: of several nodes
+// (or ticks) firing one timeout, one queues the turn. The engine checks
+// again that the dialog really expired, so a turn queued just before
+// newer activity is harmless.
+func (s *Service) enqueueTimeout(ctx context.Context, t *store.DialogTimeout) error {
+	e := &model.Event{BotID: t.BotID, ID: model.NewID(), ConversationID: t.ConversationID, UserID: t.UserID,
 		Type: workflow.TimeoutEventType, Payload: json.RawMessage(`{}`), CreatedAt: model.Now()}
-	turn := &model.Turn{BotID: ref.BotID, ConversationID: ref.ConversationID, Kind: model.TurnEvent, RefID: e.ID,
-		UserID: userID, CreatedAt: e.CreatedAt}
-	return s.commitSignal(ctx, nil, turn, func(ctx context.Context, tx store.Store) error { return tx.Chat().CreateEvent(ctx, e) })
+	turn := &model.Turn{BotID: t.BotID, ConversationID: t.ConversationID, Kind: model.TurnEvent, RefID: e.ID,
+		UserID: t.UserID, CreatedAt: e.CreatedAt}
+	err := s.commitSignal(ctx, nil, turn, func(ctx context.Context, tx store.Store) error {
+		claimed, err := tx.DialogTimeouts().Claim(ctx, t.BotID, t.ConversationID, t.DueAt)
+		if err != nil {
+			return err
+		}
+		if !claimed {
+			return errTimeoutMoved
+		}
+		return tx.Chat().CreateEvent(ctx, e)
+	})
+	if errors.Is(err, errTimeoutMoved) {
+		return nil
+	}
+	return err
 }

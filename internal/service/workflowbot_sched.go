@@ -9,6 +9,7 @@ import (
 
 	"github.com/parley-bots/parley/internal/model"
 	"github.com/parley-bots/parley/internal/runtime"
+	"github.com/parley-bots/parley/internal/store"
 	"github.com/parley-bots/parley/internal/workflow"
 )
 
@@ -25,12 +26,11 @@ type WorkflowSchedulerOptions struct {
 	Node     string
 }
 
-// WorkflowScheduler fires the schedule triggers of workflow bots (on one
-// node: the holder of the "workflow-scheduler" lease) and queues timeout
-// turns for dialogs inactive past their timeout (on the node that ran the
-// dialog's last turn; after a restart, the next event of the conversation
-// runs the timeout workflow first, because the engine checks expiry on
-// every turn).
+// WorkflowScheduler fires the schedule triggers of workflow bots and queues
+// timeout turns for dialogs inactive past their timeout (their due times
+// are in the store, see saveDialog), on one node: the holder of the
+// "workflow-scheduler" lease. Whatever node ran a dialog's last turn, and
+// across restarts, its timeout fires once (enqueueTimeout claims it).
 type WorkflowScheduler struct {
 	s      *Service
 	engine *runtime.Engine
@@ -109,11 +109,6 @@ func (ws *WorkflowScheduler) loop(ctx context.Context) {
 		case <-tick.C:
 		}
 		now := time.Now()
-		for ref, t := range shared.dueTimers(now) {
-			if err := ws.s.enqueueTimeout(ctx, ref, t.userID); err != nil && ctx.Err() == nil {
-				ws.s.log.Warn("workflow: queueing a timeout turn failed", "err", err, "bot", ref.BotID, "conversation", ref.ConversationID)
-			}
-		}
 		if now.Sub(leased) >= ws.o.LeaseTTL/3 {
 			ok, err := ws.s.store.Leases().Acquire(ctx, "workflow-scheduler", ws.o.Node, ws.o.LeaseTTL)
 			if err != nil && ctx.Err() == nil {
@@ -126,6 +121,7 @@ func (ws *WorkflowScheduler) loop(ctx context.Context) {
 			ws.last = now
 			continue
 		}
+		ws.fireTimeouts(ctx, now)
 		if now.Sub(refreshed) >= ws.o.Refresh {
 			ws.refresh(ctx)
 			refreshed = now
@@ -133,6 +129,60 @@ func (ws *WorkflowScheduler) loop(ctx context.Context) {
 		ws.fire(ctx, ws.last, now)
 		ws.last = now
 	}
+}
+
+// timeoutBatch is how many due timeouts one query reads; a tick reads at
+// most maxTimeoutBatches of them.
+const (
+	timeoutBatch      = 100
+	maxTimeoutBatches = 10
+)
+
+// fireTimeouts queues a timeout turn for every dialog due at now. A row of
+// a bot that is gone or no longer a workflow bot is dropped.
+func (ws *WorkflowScheduler) fireTimeouts(ctx context.Context, now time.Time) {
+	workflowBots := map[string]bool{}
+	for range maxTimeoutBatches {
+		due, err := ws.s.store.DialogTimeouts().Due(ctx, now, timeoutBatch)
+		if err != nil {
+			if ctx.Err() == nil {
+				ws.s.log.Warn("workflow: reading due timeouts failed", "err", err)
+			}
+			return
+		}
+		failed := false // a failed row stays: the next tick retries it
+		for _, t := range due {
+			if ctx.Err() != nil {
+				return
+			}
+			if err := ws.fireTimeout(ctx, t, workflowBots); err != nil {
+				failed = true
+				if ctx.Err() == nil {
+					ws.s.log.Warn("workflow: queueing a timeout turn failed", "err", err, "bot", t.BotID, "conversation", t.ConversationID)
+				}
+			}
+		}
+		if failed || len(due) < timeoutBatch {
+			return
+		}
+	}
+}
+
+func (ws *WorkflowScheduler) fireTimeout(ctx context.Context, t *store.DialogTimeout, workflowBots map[string]bool) error {
+	isWorkflow, ok := workflowBots[t.BotID]
+	if !ok {
+		b, err := ws.s.store.Bots().GetByID(ctx, t.BotID)
+		if err != nil && !model.IsNotFound(err) {
+			return err
+		}
+		isWorkflow = err == nil && workflow.IsWorkflowCode(b.Code)
+		workflowBots[t.BotID] = isWorkflow
+	}
+	if !isWorkflow { // redeployed as code: nothing to time out
+		_, err := ws.s.store.DialogTimeouts().Claim(ctx, t.BotID, t.ConversationID, t.DueAt)
+		return err
+	}
+	return ws.s.enqueueTimeout(ctx, t)
 }
 
 // refresh reloads the workflow bots that have schedule triggers.

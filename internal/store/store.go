@@ -28,6 +28,8 @@ type Store interface {
 	Chat() Chat
 	States() States
 	Leases() Leases
+	// DialogTimeouts is in timeouts.go.
+	DialogTimeouts() DialogTimeouts
 
 	// InTx runs fn in one transaction: everything fn does through tx commits
 	// together or not at all. Nested calls join the outer transaction.
@@ -208,11 +210,24 @@ type Chat interface {
 	// PendingTurns returns the oldest pending turns of a conversation, in
 	// order.
 	PendingTurns(ctx context.Context, botID, conversationID string, limit int) ([]*model.Turn, error)
+	// PendingTurnInputs is PendingTurns with what each turn refers to,
+	// read in the same query (the turn dispatcher's one read per batch of
+	// turns).
+	PendingTurnInputs(ctx context.Context, botID, conversationID string, limit int) ([]PendingTurn, error)
 	// PendingConversations lists conversations with pending turns, at most
 	// limit of them (for start-up recovery).
 	PendingConversations(ctx context.Context, limit int) ([]model.ConversationRef, error)
 	// CompleteTurn removes a turn once it has run.
 	CompleteTurn(ctx context.Context, botID, conversationID string, seq int64) error
+}
+
+// PendingTurn is a pending turn with what it refers to: Message for a
+// message turn, Event for an event turn; both are nil when the referenced
+// row is gone (deleted before the turn ran) or for another kind.
+type PendingTurn struct {
+	Turn    *model.Turn
+	Message *model.Message
+	Event   *model.Event
 }
 
 // State scopes of bot state.

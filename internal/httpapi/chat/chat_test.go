@@ -133,25 +133,32 @@ func TestUserKeys(t *testing.T) {
 				}
 			}
 		}
-		// Rotating the encryption key invalidates old keys.
+		// Rotating the encryption key through the service (the Admin
+		// API's path) invalidates old keys at once, cached scope and
+		// verified keys included.
 		ctx := context.Background()
-		in, err := db.Bots().IntegrationByWebhook(ctx, e.bot.WebhookID)
+		e.must(e.call("GET", "/users/me", key, nil), 200) // warm the caches
+		b, err := db.Bots().GetByID(ctx, e.bot.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
-		in.Configuration[service.ChatEncryptionKey] = "rotated-secret"
-		if err := db.Bots().PutIntegration(ctx, in); err != nil {
-			t.Fatal(err)
+		admin := &service.Caller{Principal: service.Principal{Account: &model.Account{ID: "admin"}},
+			Workspace: &model.Workspace{ID: b.WorkspaceID}, Member: &model.Member{Role: model.RoleAdministrator}}
+		setChat := func(w service.IntegrationWrite) {
+			t.Helper()
+			if _, err := e.svc.UpdateBot(ctx, admin, e.bot.ID, service.BotWrite{
+				Integrations: map[string]*service.IntegrationWrite{model.IntegrationChat: &w}}); err != nil {
+				t.Fatal(err)
+			}
 		}
+		setChat(service.IntegrationWrite{Configuration: map[string]any{service.ChatEncryptionKey: "rotated-secret"}})
 		if r := e.call("GET", "/users/me", key, nil); r.Status != 401 {
 			t.Fatalf("old key after rotation: %d", r.Status)
 		}
 		e.must(e.call("GET", "/users/me", signKey("rotated-secret", "alice"), nil), 200)
 		// A disabled integration answers like an unknown webhook.
-		in.Enabled = false
-		if err := db.Bots().PutIntegration(ctx, in); err != nil {
-			t.Fatal(err)
-		}
+		off := false
+		setChat(service.IntegrationWrite{Enabled: &off})
 		if r := e.call("GET", "/hello/", "", nil); r.Status != 404 || r.errType() != "ResourceNotFound" {
 			t.Fatalf("disabled hello: %d", r.Status)
 		}
@@ -497,3 +504,40 @@ func TestPayloadVariantsStored(t *testing.T) {
 type nopBot struct{}
 
 func (nopBot) HandleTurn(context.Context, *service.TurnInput, service.BotOutput) error { return nil }
+
+// TestCachedParticipationsInvalidated: participations are cached on the
+// hot path; deleting a conversation or a user takes effect at once.
+func TestCachedParticipationsInvalidated(t *testing.T) {
+	engines(t, func(t *testing.T, db store.DB) {
+		e := newEnv(t, db, envOpts{})
+		_, keyA := e.user("")
+		_, keyB := e.user("")
+		msg := func(key, conv string) int {
+			return e.call("POST", "/messages", key, map[string]any{"conversationId": conv,
+				"payload": map[string]any{"type": "text", "text": "x"}}).Status
+		}
+		// A's conversation, deleted and created again with the same id by B.
+		fid := "cached-conv-1"
+		e.must(e.call("POST", "/conversations", keyA, map[string]any{"id": fid}), 201)
+		if st := msg(keyA, fid); st != 201 {
+			t.Fatalf("createMessage: %d", st)
+		}
+		e.must(e.call("DELETE", "/conversations/"+fid, keyA, nil), 200)
+		if st := msg(keyA, fid); st != 404 {
+			t.Fatalf("createMessage in a deleted conversation: %d", st)
+		}
+		e.must(e.call("POST", "/conversations", keyB, map[string]any{"id": fid}), 201)
+		if st := msg(keyA, fid); st != 403 {
+			t.Fatalf("createMessage in a re-created conversation of another: %d", st)
+		}
+		// A deleted user loses its participations (its key stays valid).
+		conv := e.conversation(keyA)
+		if st := msg(keyA, conv); st != 201 {
+			t.Fatalf("createMessage: %d", st)
+		}
+		e.must(e.call("DELETE", "/users/me", keyA, nil), 200)
+		if st := msg(keyA, conv); st != 403 {
+			t.Fatalf("createMessage by a deleted user: %d", st)
+		}
+	})
+}

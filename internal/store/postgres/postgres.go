@@ -34,7 +34,9 @@ func Open(ctx context.Context, url string) (store.DB, error) {
 		return nil, fmt.Errorf("postgres: %w", err)
 	}
 	db.SetMaxOpenConns(32)
-	db.SetMaxIdleConns(8)
+	// As many idle as open: under load, closing and reopening connections
+	// (TCP, authentication, pgx statement cache) cost more than the queries.
+	db.SetMaxIdleConns(32)
 	if err := db.PingContext(ctx); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("postgres: connect: %w", err)

@@ -375,6 +375,52 @@ func (r chat) PendingTurns(ctx context.Context, botID, conversationID string, li
 		WHERE bot_id = ? AND conversation_id = ? ORDER BY seq LIMIT ?`, botID, conversationID, limit)
 }
 
+// PendingTurnInputs joins each pending turn with its message or event
+// (LEFT JOINs: a turn whose row is gone comes back alone).
+func (r chat) PendingTurnInputs(ctx context.Context, botID, conversationID string, limit int) ([]store.PendingTurn, error) {
+	if limit <= 0 {
+		limit = maxPageSize
+	}
+	return all(ctx, r.s, "turns", func(sc scanner) (store.PendingTurn, error) {
+		var t model.Turn
+		var c int64
+		var mID, mConv, mUser, mPayload, mMeta, mTags, mDir sql.NullString
+		var mAt sql.NullInt64
+		var eID, eConv, eUser, eType, ePayload sql.NullString
+		var eAt sql.NullInt64
+		if err := sc.Scan(&t.BotID, &t.ConversationID, &t.Seq, &t.Kind, &t.RefID, &t.UserID, &t.Attempts, &c,
+			&mID, &mConv, &mUser, &mPayload, &mMeta, &mTags, &mDir, &mAt,
+			&eID, &eConv, &eUser, &eType, &ePayload, &eAt); err != nil {
+			return store.PendingTurn{}, err
+		}
+		t.CreatedAt = fromMS(c)
+		p := store.PendingTurn{Turn: &t}
+		if mID.Valid {
+			m := &model.Message{BotID: t.BotID, ID: mID.String, ConversationID: mConv.String, UserID: mUser.String,
+				Payload: json.RawMessage(mPayload.String), Direction: mDir.String, CreatedAt: fromMS(mAt.Int64)}
+			if mMeta.Valid {
+				m.Metadata = json.RawMessage(mMeta.String)
+			}
+			if err := fromJSON(mTags.String, &m.Tags); err != nil {
+				return store.PendingTurn{}, err
+			}
+			p.Message = m
+		}
+		if eID.Valid {
+			p.Event = &model.Event{BotID: t.BotID, ID: eID.String, ConversationID: eConv.String, UserID: eUser.String,
+				Type: eType.String, Payload: json.RawMessage(ePayload.String), CreatedAt: fromMS(eAt.Int64)}
+		}
+		return p, nil
+	}, `SELECT t.bot_id, t.conversation_id, t.seq, t.kind, t.ref_id, t.user_id, t.attempts, t.created_at,
+		m.id, m.conversation_id, m.user_id, m.payload, m.metadata, m.tags, m.direction, m.created_at,
+		e.id, e.conversation_id, e.user_id, e.type, e.payload, e.created_at
+		FROM turns t
+		LEFT JOIN messages m ON t.kind = ? AND m.bot_id = t.bot_id AND m.id = t.ref_id
+		LEFT JOIN events e ON t.kind = ? AND e.bot_id = t.bot_id AND e.id = t.ref_id
+		WHERE t.bot_id = ? AND t.conversation_id = ? ORDER BY t.seq LIMIT ?`,
+		model.TurnMessage, model.TurnEvent, botID, conversationID, limit)
+}
+
 // PendingConversations lists conversations with turns, oldest waiting first.
 func (r chat) PendingConversations(ctx context.Context, limit int) ([]model.ConversationRef, error) {
 	if limit <= 0 {

@@ -68,6 +68,9 @@ type engine struct {
 	bg        sync.WaitGroup // background prepares, waited for by Close
 	closed    bool           // under bgMu
 	nstmts    atomic.Int32
+
+	pinMu  sync.Mutex // serialises InPinnedTx; guards pinned
+	pinned *sql.Conn  // InPinnedTx's connection, opened on first use
 }
 
 // maxStmts bounds the statement cache: queries are a fixed set of
@@ -113,6 +116,12 @@ func (db *DB) Close() error {
 	db.e.closed = true
 	db.e.bgMu.Unlock()
 	db.e.bg.Wait() // no connection opens behind Close
+	db.e.pinMu.Lock()
+	if db.e.pinned != nil {
+		_ = db.e.pinned.Close()
+		db.e.pinned = nil
+	}
+	db.e.pinMu.Unlock()
 	db.e.stmts.Range(func(k, v any) bool {
 		_ = v.(*sql.Stmt).Close()
 		db.e.stmts.Delete(k)
@@ -149,6 +158,51 @@ func (s *Store) InTx(ctx context.Context, fn func(tx store.Store) error) (err er
 		}
 	}()
 	if err := fn(&Store{e: s.e, q: tx, tx_: tx, inTx: true, nocache: s.nocache}); err != nil {
+		_ = tx.Rollback()
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
+}
+
+// InPinnedTx is InTx on one connection kept for it, calls running one at
+// a time: a single writer that always uses the same connection keeps that
+// connection's page cache warm (SQLite discards a connection's cache when
+// another connection wrote since its last transaction) and its statements
+// prepared. For the group commit's writer.
+func (db *DB) InPinnedTx(ctx context.Context, fn func(tx store.Store) error) (err error) {
+	e := db.e
+	e.pinMu.Lock()
+	defer e.pinMu.Unlock()
+	e.bgMu.Lock()
+	closed := e.closed
+	e.bgMu.Unlock()
+	if closed {
+		return db.InTx(ctx, fn) // fails as the database is closed
+	}
+	if e.pinned == nil {
+		c, err := e.db.Conn(ctx)
+		if err != nil {
+			return fmt.Errorf("begin: %w", err)
+		}
+		e.pinned = c
+	}
+	tx, err := e.pinned.BeginTx(ctx, nil)
+	if err != nil {
+		// A broken connection: drop it, the next call opens another.
+		_ = e.pinned.Close()
+		e.pinned = nil
+		return fmt.Errorf("begin: %w", err)
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			_ = tx.Rollback()
+			panic(p)
+		}
+	}()
+	if err := fn(&Store{e: e, q: tx, tx_: tx, inTx: true, nocache: db.nocache}); err != nil {
 		_ = tx.Rollback()
 		return err
 	}

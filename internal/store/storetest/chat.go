@@ -651,3 +651,65 @@ func testInTx(t *testing.T, db store.DB) {
 	_, err = db.Accounts().GetByEmail(ctx, "panic@example.com")
 	wantErr(t, err, model.ErrNotFound)
 }
+
+// testTurnInputs: PendingTurnInputs returns PendingTurns, each with its
+// message or event as GetMessage and GetEvent read them, and nothing for a
+// row that is gone.
+func testTurnInputs(t *testing.T, db store.DB) {
+	ctx := t.Context()
+	f := setup(t, db)
+	r := db.Chat()
+	newConv(t, db, f.bot.ID, "a", "", 0)
+	newConv(t, db, f.bot.ID, "b", "", 1)
+	m := &model.Message{BotID: f.bot.ID, ConversationID: "a", UserID: "u", Payload: json.RawMessage(`{"type":"text","text":"hi"}`),
+		Metadata: json.RawMessage(`{"k":"v"}`), Tags: map[string]string{"a": "b"}, Direction: model.DirectionIncoming, CreatedAt: at(1)}
+	ok(t, r.CreateMessage(ctx, m))
+	plain := &model.Message{BotID: f.bot.ID, ConversationID: "a", UserID: "u", Payload: json.RawMessage(`{"type":"text","text":"x"}`),
+		Direction: model.DirectionIncoming, CreatedAt: at(2)}
+	ok(t, r.CreateMessage(ctx, plain))
+	e := &model.Event{BotID: f.bot.ID, ConversationID: "a", UserID: "u", Type: "t", Payload: json.RawMessage(`{"x":[1,2]}`), CreatedAt: at(3)}
+	ok(t, r.CreateEvent(ctx, e))
+	gone := &model.Message{BotID: f.bot.ID, ConversationID: "a", UserID: "u", Payload: json.RawMessage(`{}`), CreatedAt: at(4)}
+	ok(t, r.CreateMessage(ctx, gone))
+	// An event id used as a message ref (and vice versa) must not match.
+	enqueue := func(conv, kind, ref string) {
+		ok(t, r.EnqueueTurn(ctx, &model.Turn{BotID: f.bot.ID, ConversationID: conv, Kind: kind, RefID: ref, UserID: "u", CreatedAt: at(5)}))
+	}
+	enqueue("a", model.TurnMessage, m.ID)
+	enqueue("a", model.TurnEvent, e.ID)
+	enqueue("a", model.TurnMessage, gone.ID)
+	enqueue("a", model.TurnMessage, plain.ID)
+	enqueue("a", model.TurnEvent, m.ID)
+	enqueue("b", model.TurnMessage, m.ID) // another conversation's
+	ok(t, r.DeleteMessage(ctx, f.bot.ID, gone.ID))
+
+	turns, err := r.PendingTurns(ctx, f.bot.ID, "a", 10)
+	ok(t, err)
+	got, err := r.PendingTurnInputs(ctx, f.bot.ID, "a", 10)
+	ok(t, err)
+	eq(t, "count", len(got), len(turns))
+	for i, p := range got {
+		eq(t, "turn", p.Turn, turns[i])
+	}
+	wantM, err := r.GetMessage(ctx, f.bot.ID, m.ID)
+	ok(t, err)
+	wantPlain, err := r.GetMessage(ctx, f.bot.ID, plain.ID)
+	ok(t, err)
+	wantE, err := r.GetEvent(ctx, f.bot.ID, e.ID)
+	ok(t, err)
+	eq(t, "message", got[0].Message, wantM)
+	eq(t, "message turn has no event", got[0].Event, (*model.Event)(nil))
+	eq(t, "event", got[1].Event, wantE)
+	eq(t, "event turn has no message", got[1].Message, (*model.Message)(nil))
+	eq(t, "gone message", got[2].Message, (*model.Message)(nil))
+	eq(t, "plain message", got[3].Message, wantPlain)
+	eq(t, "kind mismatch", got[4].Event, (*model.Event)(nil))
+	eq(t, "kind mismatch", got[4].Message, (*model.Message)(nil))
+
+	got, err = r.PendingTurnInputs(ctx, f.bot.ID, "a", 2)
+	ok(t, err)
+	eq(t, "limit", len(got), 2)
+	got, err = r.PendingTurnInputs(ctx, f.bot.ID, "idle", 10)
+	ok(t, err)
+	eq(t, "none", len(got), 0)
+}

@@ -1,0 +1,62 @@
+package sqlstore
+
+import (
+	"context"
+	"time"
+
+	"github.com/parley-bots/parley/internal/store"
+)
+
+// DialogTimeouts implements store.DialogTimeouts on the dialog_timeouts
+// table (migration 0004).
+func (s *Store) DialogTimeouts() store.DialogTimeouts { return dialogTimeouts{s} }
+
+type dialogTimeouts struct{ s *Store }
+
+func (r dialogTimeouts) Set(ctx context.Context, t *store.DialogTimeout) error {
+	_, err := r.s.exec(ctx, `INSERT INTO dialog_timeouts (bot_id, conversation_id, user_id, due_at) VALUES (?, ?, ?, ?)
+		ON CONFLICT (bot_id, conversation_id) DO UPDATE SET user_id = excluded.user_id, due_at = excluded.due_at`,
+		t.BotID, t.ConversationID, t.UserID, ms(t.DueAt))
+	return r.s.fail(err, "dialog timeout")
+}
+
+func (r dialogTimeouts) Clear(ctx context.Context, botID, conversationID string) error {
+	_, err := r.s.exec(ctx, `DELETE FROM dialog_timeouts WHERE bot_id = ? AND conversation_id = ?`, botID, conversationID)
+	return r.s.fail(err, "dialog timeout")
+}
+
+func (r dialogTimeouts) Due(ctx context.Context, now time.Time, limit int) ([]*store.DialogTimeout, error) {
+	if limit <= 0 {
+		limit = 100
+	}
+	rows, err := r.s.query(ctx, `SELECT bot_id, conversation_id, user_id, due_at FROM dialog_timeouts
+		WHERE due_at <= ? ORDER BY due_at, bot_id, conversation_id LIMIT ?`, ms(now), limit)
+	if err != nil {
+		return nil, r.s.fail(err, "dialog timeout")
+	}
+	defer rows.Close()
+	var out []*store.DialogTimeout
+	for rows.Next() {
+		var t store.DialogTimeout
+		var due int64
+		if err := rows.Scan(&t.BotID, &t.ConversationID, &t.UserID, &due); err != nil {
+			return nil, r.s.fail(err, "dialog timeout")
+		}
+		t.DueAt = fromMS(due)
+		out = append(out, &t)
+	}
+	return out, r.s.fail(rows.Err(), "dialog timeout")
+}
+
+func (r dialogTimeouts) Claim(ctx context.Context, botID, conversationID string, dueAt time.Time) (bool, error) {
+	res, err := r.s.exec(ctx, `DELETE FROM dialog_timeouts WHERE bot_id = ? AND conversation_id = ? AND due_at = ?`,
+		botID, conversationID, ms(dueAt))
+	if err != nil {
+		return false, r.s.fail(err, "dialog timeout")
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return false, err
+	}
+	return n > 0, nil
+}
