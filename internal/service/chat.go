@@ -458,13 +458,19 @@ type ChatMessageInput struct {
 // ChatCreateMessage stores a participant's message with its
 // message_created signal and the bot's turn, then publishes.
 func (s *Service) ChatCreateMessage(ctx context.Context, c *ChatCaller, in ChatMessageInput) (*model.Message, error) {
+	return s.createIncomingMessage(ctx, c, in, model.ValidateMessagePayload)
+}
+
+// createIncomingMessage stores a user's message with its signal and turn;
+// validate is the payload rule of the interface it came through.
+func (s *Service) createIncomingMessage(ctx context.Context, c *ChatCaller, in ChatMessageInput, validate func(json.RawMessage) (json.RawMessage, error)) (*model.Message, error) {
 	if in.ConversationID == nil || *in.ConversationID == "" {
 		return nil, model.Invalid("conversationId: required")
 	}
 	if in.Payload == nil {
 		return nil, model.Invalid("payload: required")
 	}
-	payload, err := model.ValidateMessagePayload(in.Payload)
+	payload, err := validate(in.Payload)
 	if err != nil {
 		return nil, err
 	}

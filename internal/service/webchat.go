@@ -310,36 +310,9 @@ func (s *Service) storeWebchatEvent(ctx context.Context, e *model.Event) error {
 // that bots see event.payload.value and workflow choices match the value
 // before the label.
 func (s *Service) WebchatCreateMessage(ctx context.Context, c *ChatCaller, in ChatMessageInput) (*model.Message, error) {
-	if in.ConversationID == nil || *in.ConversationID == "" {
-		return nil, model.Invalid("conversationId: required")
-	}
-	if in.Payload == nil {
-		return nil, model.Invalid("payload: required")
-	}
-	payload, err := model.ValidateWebchatMessagePayload(FlattenBloc(in.Payload))
-	if err != nil {
-		return nil, err
-	}
-	var meta json.RawMessage
-	if in.Metadata != nil {
-		if meta, err = model.ValidateMetadata(in.Metadata); err != nil {
-			return nil, err
-		}
-	}
-	convID := *in.ConversationID
-	if err := s.requireParticipant(ctx, c, convID); err != nil {
-		return nil, err
-	}
-	m := &model.Message{BotID: c.BotID, ID: model.NewID(), ConversationID: convID, UserID: c.UserID,
-		Payload: payload, Metadata: meta, Direction: model.DirectionIncoming, CreatedAt: model.Now()}
-	turn := &model.Turn{BotID: c.BotID, ConversationID: convID, Kind: model.TurnMessage, RefID: m.ID,
-		UserID: c.UserID, CreatedAt: m.CreatedAt}
-	sig := &model.Signal{BotID: c.BotID, ConversationID: convID, Type: model.SignalMessageCreated,
-		Data: messageCreatedData(m, false), CreatedAt: m.CreatedAt}
-	if err := s.commitSignal(ctx, sig, turn, func(ctx context.Context, tx store.Store) error { return tx.Chat().CreateMessage(ctx, m) }); err != nil {
-		return nil, err
-	}
-	return m, nil
+	return s.createIncomingMessage(ctx, c, in, func(p json.RawMessage) (json.RawMessage, error) {
+		return model.ValidateWebchatMessagePayload(FlattenBloc(p))
+	})
 }
 
 // FlattenBloc turns bloc items of the form {type, payload:{...}} into the
