@@ -372,9 +372,19 @@ test('participant: removed listener', async () => {
       waitFor(l1, 'message_created'),
       client.createMessage({ 'x-user-key': k1, conversationId: conversation.id, payload: { type: 'text', text } }),
     ])
+  // The removed user's stream ends with the notice of its own removal (or
+  // closes): everything before it has been delivered by then. Waiting for
+  // it keeps the count below from racing the second stream on a loaded
+  // machine (upstream's test only waits for the owner's stream).
+  const l2Done = new Promise((resolve) => {
+    l2.once('participant_removed', resolve)
+    l2.once('error', resolve)
+    setTimeout(resolve, 10_000)
+  })
   await send('foo')
   await client.removeParticipant({ 'x-user-key': k1, conversationId: conversation.id, userId: user2.id })
   await send('bar')
+  await l2Done
   toBe(m1.filter((m) => !m.isBot).length, 2, 'owner user messages')
   toBe(m2.filter((m) => !m.isBot).length, 1, 'removed user messages')
   await l1.disconnect()
