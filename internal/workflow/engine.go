@@ -592,27 +592,35 @@ func (r *run) renderString(s string) (string, error) {
 
 // renderValue renders every string of a JSON value. A string that is one
 // {{ expression }} and nothing else keeps the expression's value as is.
-func (r *run) renderValue(v any) (any, error) {
+func (r *run) renderValue(v any) (any, error) { return mapStrings(v, r.renderRaw) }
+
+// renderRaw renders one string for renderValue.
+func (r *run) renderRaw(x string) (any, error) {
+	parts, err := parseTemplate(x)
+	if err != nil {
+		return nil, &botError{code: IssueCardError, msg: err.Error()}
+	}
+	if len(parts) == 1 && parts[0].expr {
+		raw, err := r.eval(parts[0].text, nil, false)
+		if err != nil {
+			return nil, err
+		}
+		var out any
+		_ = json.Unmarshal(raw, &out)
+		return out, nil
+	}
+	return r.renderString(x)
+}
+
+// mapStrings rebuilds a JSON value with every string replaced by leaf(s).
+func mapStrings(v any, leaf func(string) (any, error)) (any, error) {
 	switch x := v.(type) {
 	case string:
-		parts, err := parseTemplate(x)
-		if err != nil {
-			return nil, &botError{code: IssueCardError, msg: err.Error()}
-		}
-		if len(parts) == 1 && parts[0].expr {
-			raw, err := r.eval(parts[0].text, nil, false)
-			if err != nil {
-				return nil, err
-			}
-			var out any
-			_ = json.Unmarshal(raw, &out)
-			return out, nil
-		}
-		return r.renderString(x)
+		return leaf(x)
 	case map[string]any:
 		out := make(map[string]any, len(x))
 		for _, k := range sortedKeys(x) {
-			v, err := r.renderValue(x[k])
+			v, err := mapStrings(x[k], leaf)
 			if err != nil {
 				return nil, err
 			}
@@ -622,7 +630,7 @@ func (r *run) renderValue(v any) (any, error) {
 	case []any:
 		out := make([]any, len(x))
 		for i, it := range x {
-			v, err := r.renderValue(it)
+			v, err := mapStrings(it, leaf)
 			if err != nil {
 				return nil, err
 			}
@@ -665,31 +673,7 @@ func (r *run) renderMessage(raw json.RawMessage) (map[string]any, error) {
 // renderDeep renders strings as strings (never as raw values): payloads
 // keep their shape.
 func (r *run) renderDeep(v any) (any, error) {
-	switch x := v.(type) {
-	case string:
-		return r.renderString(x)
-	case map[string]any:
-		out := make(map[string]any, len(x))
-		for _, k := range sortedKeys(x) {
-			v, err := r.renderDeep(x[k])
-			if err != nil {
-				return nil, err
-			}
-			out[k] = v
-		}
-		return out, nil
-	case []any:
-		out := make([]any, len(x))
-		for i, it := range x {
-			v, err := r.renderDeep(it)
-			if err != nil {
-				return nil, err
-			}
-			out[i] = v
-		}
-		return out, nil
-	}
-	return v, nil
+	return mapStrings(v, func(s string) (any, error) { return r.renderString(s) })
 }
 
 func (r *run) send(p map[string]any) error {
