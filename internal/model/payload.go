@@ -218,22 +218,9 @@ func normalisePayload(path string, v any, inBloc bool) (orderedObject, error) {
 		if err != nil {
 			return nil, err
 		}
-		opts, err := array(path+".options", m["options"], true)
+		list, err := objectList(path, "options", m["options"], []field{{"label", nonEmpty, true}, {"value", nonEmpty, true}})
 		if err != nil {
 			return nil, err
-		}
-		list := make([]orderedObject, 0, len(opts))
-		for i, o := range opts {
-			p := fmt.Sprintf("%s.options[%d]", path, i)
-			om, err := asObject(p, o)
-			if err != nil {
-				return nil, err
-			}
-			n, err := scalarFields(p, om, []field{{"label", nonEmpty, true}, {"value", nonEmpty, true}}, nil)
-			if err != nil {
-				return nil, err
-			}
-			list = append(list, n)
 		}
 		return append(out, kv{"options", list}), nil
 	case "bloc":
@@ -261,27 +248,39 @@ func card(path string, m map[string]any, out orderedObject) (orderedObject, erro
 	if err != nil {
 		return nil, err
 	}
-	actions, err := array(path+".actions", m["actions"], true)
+	list, err := objectList(path, "actions", m["actions"], []field{{"action", nonEmpty, true}, {"label", nonEmpty, true}, {"value", nonEmpty, true}})
 	if err != nil {
 		return nil, err
 	}
-	list := make([]orderedObject, 0, len(actions))
-	for i, a := range actions {
-		p := fmt.Sprintf("%s.actions[%d]", path, i)
-		am, err := asObject(p, a)
-		if err != nil {
-			return nil, err
-		}
-		n, err := scalarFields(p, am, []field{{"action", nonEmpty, true}, {"label", nonEmpty, true}, {"value", nonEmpty, true}}, nil)
-		if err != nil {
-			return nil, err
-		}
+	for i, n := range list {
 		if !actionKinds[n[0].v.(string)] {
-			return nil, Invalid("%s.action: must be one of postback, url, say", p)
+			return nil, Invalid("%s.actions[%d].action: must be one of postback, url, say", path, i)
+		}
+	}
+	return append(out, kv{"actions", list}), nil
+}
+
+// objectList validates a required array of objects with the given scalar
+// fields (choice options, card actions), keeping only those fields.
+func objectList(path, name string, v any, fields []field) ([]orderedObject, error) {
+	items, err := array(path+"."+name, v, true)
+	if err != nil {
+		return nil, err
+	}
+	list := make([]orderedObject, 0, len(items))
+	for i, it := range items {
+		p := fmt.Sprintf("%s.%s[%d]", path, name, i)
+		om, err := asObject(p, it)
+		if err != nil {
+			return nil, err
+		}
+		n, err := scalarFields(p, om, fields, nil)
+		if err != nil {
+			return nil, err
 		}
 		list = append(list, n)
 	}
-	return append(out, kv{"actions", list}), nil
+	return list, nil
 }
 
 func array(path string, v any, required bool) ([]any, error) {

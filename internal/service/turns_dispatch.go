@@ -138,20 +138,7 @@ func (d *Dispatcher) recover() {
 }
 
 // Notify tells the dispatcher a conversation has new pending turns.
-func (d *Dispatcher) Notify(ref model.ConversationRef) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.closed {
-		return
-	}
-	if st := d.state[ref]; st != nil {
-		st.dirty = true
-		return
-	}
-	d.state[ref] = &convState{}
-	d.queue = append(d.queue, ref)
-	d.cond.Signal()
-}
+func (d *Dispatcher) Notify(ref model.ConversationRef) { d.notifyRetry(ref, 0) }
 
 func (d *Dispatcher) work() {
 	for {
