@@ -4,11 +4,7 @@
 package chat
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"errors"
-	"io"
 	"net/http"
 	"strings"
 
@@ -135,31 +131,9 @@ func (h *handler) hello(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write([]byte("Hello from Parley's Chat API"))
 }
 
-// decode reads a JSON body: httpx.Decode after a strict well-formedness
-// check (trailing bytes after the object are refused too).
-func decode(r *http.Request, dst any, strict bool) error {
-	data, err := io.ReadAll(r.Body)
-	if err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			return httpx.TooLarge(tooBig.Limit)
-		}
-		return model.Invalid("could not read the request body: %v", err)
-	}
-	if t := bytes.TrimSpace(data); len(t) > 0 && !json.Valid(t) {
-		return model.Invalid("malformed JSON in the request body")
-	}
-	return httpx.DecodeBytes(data, dst, strict)
-}
-
-// reply writes a success body, or the error.
-func reply(w http.ResponseWriter, r *http.Request, status int, body any, err error) {
-	if err != nil {
-		httpx.WriteError(w, r, err)
-		return
-	}
-	httpx.WriteJSON(w, status, body)
-}
+// decode reads a JSON body (httpx.Decode refuses malformed JSON and any
+// bytes after the object).
+func decode(r *http.Request, dst any, strict bool) error { return httpx.Decode(r, dst, strict) }
 
 type userBody struct {
 	User service.ChatUserView `json:"user"`
@@ -236,7 +210,7 @@ func (h *handler) updateUser(w http.ResponseWriter, r *http.Request, c *service.
 }
 
 func (h *handler) deleteUser(w http.ResponseWriter, r *http.Request, c *service.ChatCaller) {
-	reply(w, r, http.StatusOK, httpx.Empty, h.svc.ChatDeleteUser(r.Context(), c))
+	httpx.Reply(w, r, http.StatusOK, httpx.Empty, h.svc.ChatDeleteUser(r.Context(), c))
 }
 
 type convBody struct {
@@ -285,7 +259,7 @@ func (h *handler) getConversation(w http.ResponseWriter, r *http.Request, c *ser
 }
 
 func (h *handler) deleteConversation(w http.ResponseWriter, r *http.Request, c *service.ChatCaller) {
-	reply(w, r, http.StatusOK, httpx.Empty, h.svc.ChatDeleteConversation(r.Context(), c, r.PathValue("id")))
+	httpx.Reply(w, r, http.StatusOK, httpx.Empty, h.svc.ChatDeleteConversation(r.Context(), c, r.PathValue("id")))
 }
 
 func (h *handler) listConversations(w http.ResponseWriter, r *http.Request, c *service.ChatCaller) {
@@ -366,7 +340,7 @@ func (h *handler) addParticipant(w http.ResponseWriter, r *http.Request, c *serv
 }
 
 func (h *handler) removeParticipant(w http.ResponseWriter, r *http.Request, c *service.ChatCaller) {
-	reply(w, r, http.StatusOK, httpx.Empty, h.svc.ChatRemoveParticipant(r.Context(), c, r.PathValue("id"), r.PathValue("userId")))
+	httpx.Reply(w, r, http.StatusOK, httpx.Empty, h.svc.ChatRemoveParticipant(r.Context(), c, r.PathValue("id"), r.PathValue("userId")))
 }
 
 func (h *handler) getParticipant(w http.ResponseWriter, r *http.Request, c *service.ChatCaller) {
@@ -422,7 +396,7 @@ func (h *handler) getMessage(w http.ResponseWriter, r *http.Request, c *service.
 }
 
 func (h *handler) deleteMessage(w http.ResponseWriter, r *http.Request, c *service.ChatCaller) {
-	reply(w, r, http.StatusOK, httpx.Empty, h.svc.ChatDeleteMessage(r.Context(), c, r.PathValue("id")))
+	httpx.Reply(w, r, http.StatusOK, httpx.Empty, h.svc.ChatDeleteMessage(r.Context(), c, r.PathValue("id")))
 }
 
 type eventBody struct {

@@ -24,6 +24,15 @@ func WriteJSON(w http.ResponseWriter, status int, v any) {
 	_, _ = w.Write(buf)
 }
 
+// Reply writes body with status, or err as the standard error body.
+func Reply(w http.ResponseWriter, r *http.Request, status int, body any, err error) {
+	if err != nil {
+		WriteError(w, r, err)
+		return
+	}
+	WriteJSON(w, status, body)
+}
+
 // Empty is the body of operations that return nothing: the clients expect
 // an object, never an empty body.
 var Empty = struct{}{}

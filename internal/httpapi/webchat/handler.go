@@ -177,14 +177,6 @@ func decode(w http.ResponseWriter, r *http.Request, dst any) error {
 	return httpx.Decode(r, dst, false)
 }
 
-func reply(w http.ResponseWriter, r *http.Request, status int, body any, err error) {
-	if err != nil {
-		httpx.WriteError(w, r, err)
-		return
-	}
-	httpx.WriteJSON(w, status, body)
-}
-
 // ---- wire shapes (contract §2.3)
 
 type userView struct {
@@ -311,7 +303,7 @@ func (h *handler) generateUserKey(w http.ResponseWriter, r *http.Request, sc *se
 		return
 	}
 	key, err := h.svc.WebchatUserKey(sc, r.Header.Get("x-admin-secret"), in.ID)
-	reply(w, r, http.StatusOK, map[string]string{"key": key}, err)
+	httpx.Reply(w, r, http.StatusOK, map[string]string{"key": key}, err)
 }
 
 func (h *handler) getUser(w http.ResponseWriter, r *http.Request, _ *service.WebchatScope, c *service.ChatCaller) {
@@ -338,7 +330,7 @@ func (h *handler) updateUser(w http.ResponseWriter, r *http.Request, _ *service.
 }
 
 func (h *handler) deleteUser(w http.ResponseWriter, r *http.Request, _ *service.WebchatScope, c *service.ChatCaller) {
-	reply(w, r, http.StatusOK, httpx.Empty, h.svc.ChatDeleteUser(r.Context(), c))
+	httpx.Reply(w, r, http.StatusOK, httpx.Empty, h.svc.ChatDeleteUser(r.Context(), c))
 }
 
 // ---- conversations
@@ -384,7 +376,7 @@ func (h *handler) getConversation(w http.ResponseWriter, r *http.Request, _ *ser
 }
 
 func (h *handler) deleteConversation(w http.ResponseWriter, r *http.Request, _ *service.WebchatScope, c *service.ChatCaller) {
-	reply(w, r, http.StatusOK, httpx.Empty, h.svc.ChatDeleteConversation(r.Context(), c, r.PathValue("id")))
+	httpx.Reply(w, r, http.StatusOK, httpx.Empty, h.svc.ChatDeleteConversation(r.Context(), c, r.PathValue("id")))
 }
 
 func (h *handler) listMessages(w http.ResponseWriter, r *http.Request, _ *service.WebchatScope, c *service.ChatCaller) {
@@ -436,7 +428,7 @@ func (h *handler) getParticipant(w http.ResponseWriter, r *http.Request, _ *serv
 }
 
 func (h *handler) removeParticipant(w http.ResponseWriter, r *http.Request, _ *service.WebchatScope, c *service.ChatCaller) {
-	reply(w, r, http.StatusOK, httpx.Empty, h.svc.ChatRemoveParticipant(r.Context(), c, r.PathValue("id"), r.PathValue("userId")))
+	httpx.Reply(w, r, http.StatusOK, httpx.Empty, h.svc.ChatRemoveParticipant(r.Context(), c, r.PathValue("id"), r.PathValue("userId")))
 }
 
 // ---- messages
@@ -480,7 +472,7 @@ func (h *handler) updateMessage(w http.ResponseWriter, r *http.Request, _ *servi
 }
 
 func (h *handler) deleteMessage(w http.ResponseWriter, r *http.Request, _ *service.WebchatScope, c *service.ChatCaller) {
-	reply(w, r, http.StatusOK, httpx.Empty, h.svc.ChatDeleteMessage(r.Context(), c, r.PathValue("id")))
+	httpx.Reply(w, r, http.StatusOK, httpx.Empty, h.svc.ChatDeleteMessage(r.Context(), c, r.PathValue("id")))
 }
 
 func (h *handler) addFeedback(w http.ResponseWriter, r *http.Request, _ *service.WebchatScope, c *service.ChatCaller) {
@@ -496,11 +488,11 @@ func (h *handler) addFeedback(w http.ResponseWriter, r *http.Request, _ *service
 		httpx.WriteError(w, r, model.Invalid("value: required (positive or negative)"))
 		return
 	}
-	reply(w, r, http.StatusOK, httpx.Empty, h.svc.WebchatFeedback(r.Context(), c, r.PathValue("id"), in.Value, in.Comment))
+	httpx.Reply(w, r, http.StatusOK, httpx.Empty, h.svc.WebchatFeedback(r.Context(), c, r.PathValue("id"), in.Value, in.Comment))
 }
 
 func (h *handler) removeFeedback(w http.ResponseWriter, r *http.Request, _ *service.WebchatScope, c *service.ChatCaller) {
-	reply(w, r, http.StatusOK, httpx.Empty, h.svc.WebchatFeedback(r.Context(), c, r.PathValue("id"), nil, ""))
+	httpx.Reply(w, r, http.StatusOK, httpx.Empty, h.svc.WebchatFeedback(r.Context(), c, r.PathValue("id"), nil, ""))
 }
 
 // ---- events
