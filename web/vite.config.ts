@@ -6,9 +6,20 @@ import { resolve } from 'node:path'
 // page (chat.html, served at /w/{clientId}). Asset URLs are relative; the
 // Go server adds a <base href> so they resolve from any page path.
 // The embed script (webchat.js) is a separate build: vite.embed.config.ts.
+//
+// `npm run dev` serves the dashboard with hot reload and forwards the API
+// (/v1) to a running `parley serve`: http://127.0.0.1:3000, or
+// PARLEY_URL.
+const parley = process.env.PARLEY_URL ?? 'http://127.0.0.1:3000'
+
 export default defineConfig({
   base: './',
   plugins: [react()],
+  server: {
+    proxy: {
+      '/v1': { target: parley, changeOrigin: true },
+    },
+  },
   build: {
     outDir: 'dist',
     emptyOutDir: true,

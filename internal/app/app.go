@@ -12,17 +12,29 @@ import (
 	"strings"
 	"time"
 
+	"github.com/parley-bots/parley/internal/administration"
 	"github.com/parley-bots/parley/internal/blob"
+	"github.com/parley-bots/parley/internal/botproc"
+	"github.com/parley-bots/parley/internal/conversations"
+	"github.com/parley-bots/parley/internal/files"
 	"github.com/parley-bots/parley/internal/httpapi/admin"
 	"github.com/parley-bots/parley/internal/httpapi/chat"
+	fileshttp "github.com/parley-bots/parley/internal/httpapi/files"
 	"github.com/parley-bots/parley/internal/httpapi/httpx"
+	"github.com/parley-bots/parley/internal/httpapi/openapi"
+	runtimehttp "github.com/parley-bots/parley/internal/httpapi/runtimeapi"
+	tableshttp "github.com/parley-bots/parley/internal/httpapi/tables"
 	"github.com/parley-bots/parley/internal/httpapi/webchat"
+	"github.com/parley-bots/parley/internal/metrics"
+	"github.com/parley-bots/parley/internal/model"
 	"github.com/parley-bots/parley/internal/realtime"
 	"github.com/parley-bots/parley/internal/runtime"
-	"github.com/parley-bots/parley/internal/service"
+	"github.com/parley-bots/parley/internal/runtimeapi"
 	"github.com/parley-bots/parley/internal/store"
 	"github.com/parley-bots/parley/internal/store/postgres"
 	"github.com/parley-bots/parley/internal/store/sqlite"
+	"github.com/parley-bots/parley/internal/tables"
+	"github.com/parley-bots/parley/internal/turns"
 	"github.com/parley-bots/parley/internal/web"
 )
 
@@ -31,136 +43,310 @@ type App struct {
 	cfg      Config
 	log      *slog.Logger
 	db       store.DB
-	svc      *service.Service
 	listener net.Listener
 	server   *http.Server
-	hub      *realtime.Hub
-	closers  []func(context.Context) error // run in reverse order on shutdown
+	// metricsListener serves /metrics alone when Config.MetricsAddr is set.
+	metricsListener net.Listener
+	metricsServer   *http.Server
+	closers         []func(context.Context) error // run in reverse order on shutdown
+
+	accounts   *administration.Accounts
+	workspaces *administration.Workspaces
+	bots       *administration.Bots
+	chat       *conversations.Chat
+	bundles    *botproc.Supervisor
+	runtimeAPI *runtimeapi.API
+
+	// node is this process's name as a lease holder; started its start.
+	node       string
+	started    time.Time
+	dispatcher *turns.Dispatcher
+	handOver   []func() // run first on shutdown: release leases
+
 	// URL is the public base URL.
 	URL string
 	// AdminToken is the bootstrap token when this start created it.
 	AdminToken string
 }
 
+// Option changes how Start assembles the server (tests).
+type Option func(*options)
+
+type options struct {
+	bots    turns.Resolver
+	actions runtimeapi.ActionCaller
+}
+
+// WithBots runs every bot's turns with the given resolver instead of the
+// JavaScript runtime (tests plug in their own bots).
+func WithBots(r turns.Resolver) Option { return func(o *options) { o.bots = r } }
+
+// WithActions runs the Runtime API's callAction with a (tests plug in
+// their own bot actions).
+func WithActions(a runtimeapi.ActionCaller) Option { return func(o *options) { o.actions = a } }
+
 // ShutdownTimeout bounds how long in-flight requests may take to finish.
 const ShutdownTimeout = 15 * time.Second
 
 // Start opens the store, bootstraps it on first start, and starts serving.
-func Start(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
-	a := &App{cfg: cfg, log: log}
-	if err := a.start(ctx); err != nil {
+func Start(ctx context.Context, cfg Config, log *slog.Logger, opts ...Option) (*App, error) {
+	a := &App{cfg: cfg.limitsOrDefaults(), log: log}
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if err := a.start(ctx, o); err != nil {
 		a.shutdown(context.Background())
 		return nil, err
 	}
 	return a, nil
 }
 
-func (a *App) start(ctx context.Context) error {
+// start assembles the server. Collaborators are built in dependency order
+// and passed to constructors; docs/architecture.md draws the result.
+func (a *App) start(ctx context.Context, o options) error {
+	// Storage.
 	if err := os.MkdirAll(a.cfg.DataDir, 0o700); err != nil {
 		return fmt.Errorf("data directory: %w", err)
 	}
 	var err error
-	if a.cfg.DatabaseURL != "" {
-		a.db, err = postgres.Open(ctx, a.cfg.DatabaseURL)
+	pg := a.cfg.DatabaseURL != ""
+	if pg {
+		a.db, err = postgres.Open(ctx, a.cfg.DatabaseURL, a.cfg.DBMaxConnections)
 	} else {
-		a.db, err = sqlite.Open(ctx, filepath.Join(a.cfg.DataDir, "parley.db"))
+		a.db, err = sqlite.Open(ctx, filepath.Join(a.cfg.DataDir, "parley.db"), a.cfg.DBMaxConnections)
 	}
 	if err != nil {
 		return fmt.Errorf("open store: %w", err)
 	}
-	a.closers = append(a.closers, func(context.Context) error { return a.db.Close() })
-
+	a.closeOnShutdown(func() { a.db.Close() })
+	blobs, err := fileBlobs(a.db, pg, a.cfg.DataDir)
+	if err != nil {
+		return err
+	}
 	a.listener, err = net.Listen("tcp", a.cfg.Addr)
 	if err != nil {
 		return err
 	}
+	// At most MaxConnections clients at once: more wait to be accepted
+	// rather than take file descriptors.
+	a.listener = httpx.LimitListener(a.listener, a.cfg.MaxConnections)
 	a.URL = publicURLFor(a.cfg.PublicURL, a.listener.Addr())
-	a.svc = service.New(service.Options{Store: a.db, Log: a.log, PublicURL: a.URL})
+	if a.cfg.MetricsAddr != "" {
+		if a.metricsListener, err = net.Listen("tcp", a.cfg.MetricsAddr); err != nil {
+			return fmt.Errorf("metrics listener: %w", err)
+		}
+	}
+	// Metrics (GET /metrics): the collectors are handed to what they
+	// observe below: the dispatcher (turns), the HTTP handler (requests per
+	// route), and gauges read from the queue, the hub and the store.
+	met := metrics.New()
+	met.DBStats(a.db.Stats)
+
+	// The turn pipeline: durable first, then published. The store commits
+	// each write of the chat pipeline, then its hook publishes the signal
+	// to the realtime hub and queues the conversation for the dispatcher.
+	var broker realtime.Broker
+	if pg {
+		broker = realtime.NewPGBroker(a.cfg.DatabaseURL, "")
+	}
+	hub := realtime.NewHub(a.db.Chat(), broker, realtime.Options{Log: a.log,
+		MaxStreamsPerUser: a.cfg.StreamsPerUser, MaxStreamsPerConversation: a.cfg.StreamsPerConv})
+	hub.Start(ctx)
+	a.closeOnShutdown(hub.Close)
+	queue := turns.NewQueue()
+	met.Gauge("parley_turn_queue_depth", "Conversations with pending turns waiting for a dispatcher worker.", func() float64 { return float64(queue.Len()) })
+	met.Gauge("parley_sse_streams_open", "Open SSE streams (Chat and Webchat API listeners) on this node.", func() float64 { return float64(hub.Streams()) })
+	commit := a.db.NewCommitter(queue.AfterCommit(hub.Publish))
+	engine := runtime.New(runtime.Options{})
+	a.closeOnShutdown(engine.Close) // after the workers that run turns
+	// Deployed Node.js bundles (SDK bots) run in child processes, stopped
+	// after the workers that call them. Their BP_TOKEN is a bot token
+	// minted by the Runtime API's credentials.
+	credentials := runtimeapi.NewCredentials(a.db)
+	bundles := botproc.New(botproc.Options{Node: a.cfg.Node, Dir: filepath.Join(a.cfg.DataDir, "bundles"),
+		APIURL: a.URL, Token: credentials.MintBotToken, Log: a.log})
+	a.closeOnShutdown(bundles.Stop)
+	a.bundles = bundles
+	sdkBots := turns.NewSDKBots(a.db, bundles, a.log)
+	// The Chat API's use cases, then the Runtime API's (bots and
+	// integrations over HTTP, and the sandbox's client through the turns
+	// runtime; its deletions reach the Chat API's caches and streams).
+	// callAction of a bot's own action calls the SDK bot.
+	a.chat = conversations.NewChat(a.db, commit, hub)
+	var actions runtimeapi.ActionCaller = sdkBots
+	if o.actions != nil {
+		actions = o.actions
+	}
+	// The Files API (its indexer runs in the background; its callers
+	// authenticate with the Runtime API's credentials); bot code's
+	// client.searchFiles runs its search.
+	filesAPI := files.NewAPI(a.db, blobs, a.URL, a.log)
+	a.runtimeAPI = runtimeapi.New(a.db, commit, actions, a.chat, filesAPI)
+	runtimeScheduler := runtimeapi.NewScheduler(a.runtimeAPI, a.log, 0)
+	// The Tables API's use cases; the sandbox's client reaches their row
+	// operations through turns.WithTables.
+	tablesUC, rowsUC, jobsUC := tables.New(a.db, nil)
+	sandboxAPI := turns.WithTables(a.runtimeAPI, tables.Invoker{Rows: rowsUC}, tables.TableOperations)
+	botRuntime := turns.NewRuntime(a.db, commit, engine, sdkBots, sandboxAPI, filesAPI, a.log)
+	resolver := botRuntime.Resolve
+	if o.bots != nil {
+		resolver = o.bots
+	}
+	// Leases keep a conversation's turns on one node when several share
+	// the database.
+	// The lease TTL bounds how long a dead or stalled node's conversations
+	// wait (docs/architecture.md, "Several nodes").
+	node := model.NewNodeID()
+	leaseTTL := a.cfg.LeaseTTL
+	if leaseTTL <= 0 {
+		leaseTTL = turns.DefaultLeaseTTL
+	}
+	dispatcher := turns.NewDispatcher(a.db, commit, queue, resolver, a.log, turns.DispatcherOptions{Leases: pg, Node: node, Observer: met, LeaseTTL: leaseTTL})
+	scheduler := turns.NewScheduler(botRuntime, turns.SchedulerOptions{Node: node, LeaseTTL: leaseTTL})
+	a.node, a.started, a.dispatcher = node, time.Now(), dispatcher
+	a.log.Info("node started", "node", node, "lease_ttl", leaseTTL.String(), "leases", pg)
+
+	// Use cases, one package per API family (the Chat API's and the
+	// Runtime API's above: the turns runtime uses the latter).
+	webchatUC := conversations.NewWebchat(a.chat, a.URL)
+	fileUC := files.New(a.db, blobs)
+	a.accounts = administration.NewAccounts(a.db)
+	a.workspaces = administration.NewWorkspaces(a.db)
+	members := administration.NewMembers(a.db)
+	// Bot changes reach the Chat API's caches, the workflow scheduler and
+	// the bundle processes; code is checked by the runtime (sandbox
+	// JavaScript by the engine, bundles need Node.js).
+	a.bots = administration.NewBots(a.db, botRuntime, a.chat, botRuntime)
 
 	if err := a.bootstrap(ctx); err != nil {
 		return err
 	}
-	mux := http.NewServeMux()
-	if err := a.wire(ctx, mux); err != nil {
+
+	// Workers (stopped in reverse order, before the engine, hub and store).
+	// The dispatcher resumes the turns left pending at once.
+	dispatcher.Start(ctx)
+	a.closeOnShutdown(dispatcher.Stop)
+	scheduler.Start(context.Background())
+	a.closeOnShutdown(scheduler.Stop)
+	a.handOver = []func(){dispatcher.Stop, scheduler.Stop}
+	runtimeScheduler.Start(context.Background())
+	a.closeOnShutdown(runtimeScheduler.Stop)
+	filesAPI.Indexer.Start(context.Background())
+	a.closeOnShutdown(filesAPI.Indexer.Stop)
+
+	// Routes. Bots' users are rate-limited per user and per bot. Every mux
+	// is an httpx.Mux, which reports the pattern that served a request to
+	// the metrics; openapi.json lists every route.
+	limits := httpx.NewLimits(a.cfg.RatePerUser, a.cfg.RatePerBot)
+	mux := httpx.NewMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		httpx.WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	})
+	mux.HandleFunc("GET /readyz", a.readyz)
+	api, err := openapi.Handler(a.URL)
+	if err != nil {
 		return err
 	}
+	mux.Handle("GET /openapi.json", api)
+	if a.metricsListener == nil {
+		mux.Handle("GET /metrics", met.Handler())
+	}
+	mux.Handle("/v1/admin/", admin.NewHandler(admin.Deps{Accounts: a.accounts, Workspaces: a.workspaces,
+		Members: members, Bots: a.bots, PublicURL: a.URL}))
+	mux.Handle("/v2/", admin.HostedOnly) // Botpress's billing and usage: 405 MethodNotFound
+	mux.Handle("/v1/chat/", runtimehttp.NewHandler(a.runtimeAPI, limits))
+	filesHandler := fileshttp.NewHandler(filesAPI, credentials, limits)
+	mux.Handle("/v1/files", filesHandler)
+	mux.Handle("/v1/files/", filesHandler)
+	// The Tables API: bots' tables, authenticated like the Runtime API.
+	tablesAPI := tableshttp.NewHandler(tableshttp.Deps{Auth: a.runtimeAPI.Credentials,
+		Tables: tablesUC, Rows: rowsUC, Jobs: jobsUC, Limits: limits})
+	mux.Handle("/v1/tables", tablesAPI)
+	mux.Handle("/v1/tables/", tablesAPI)
+	mux.HandleFunc("/v1/", httpx.NoRoute) // every other /v1 path: the standard error body
+	mux.Handle("/chat/", chat.NewHandler(a.chat, hub, limits))
+	mux.Handle("/webchat/", webchat.NewHandler(webchat.Deps{Chat: a.chat, Webchat: webchatUC, Files: fileUC,
+		Hub: hub, PublicURL: a.URL, Limits: limits}, webchat.Options{}))
+	pages, err := web.NewHandler(webchatUC, a.URL)
+	if err != nil {
+		return err
+	}
+	for _, route := range web.Routes {
+		mux.Handle(route, pages)
+	}
+
 	a.server = &http.Server{
-		Handler:           httpx.AccessLog(a.log, chat.FoldSlashes(mux)),
-		ReadHeaderTimeout: 10 * time.Second,
+		Handler: httpx.AccessLog(a.log, met.Instrument(chat.FoldSlashes(mux))),
+		// Reading a request, headers and body, is bounded: a client that
+		// sends slowly is cut off. SSE streams lift the deadline once
+		// they start (realtime.Hub.Serve).
+		ReadHeaderTimeout: min(10*time.Second, a.cfg.BodyReadTimeout),
+		ReadTimeout:       a.cfg.BodyReadTimeout,
 		IdleTimeout:       2 * time.Minute,
 		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
 	}
-	a.server.RegisterOnShutdown(a.hub.Close) // SSE streams end before Shutdown waits on them
+	a.server.RegisterOnShutdown(hub.Close) // SSE streams end before Shutdown waits on them
 	go func() {
 		if err := a.server.Serve(a.listener); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			a.log.Error("server stopped", "err", err)
 		}
 	}()
+	if a.metricsListener != nil {
+		metricsMux := httpx.NewMux()
+		metricsMux.Handle("GET /metrics", met.Handler())
+		a.metricsServer = &http.Server{Handler: metricsMux, ReadHeaderTimeout: 10 * time.Second}
+		go func() {
+			if err := a.metricsServer.Serve(a.metricsListener); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				a.log.Error("metrics server stopped", "err", err)
+			}
+		}()
+		a.log.Info("metrics are served", "addr", a.metricsListener.Addr().String())
+	}
 	a.log.Info("parley is serving", "addr", a.listener.Addr().String(), "public_url", a.URL, "store", a.db.Engine())
 	return nil
 }
 
-// wire mounts every interface on mux and starts background workers.
-func (a *App) wire(ctx context.Context, mux *http.ServeMux) error {
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
-		httpx.WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
-	})
-	mux.HandleFunc("GET /readyz", a.readyz)
-	mux.Handle("/v1/admin/", admin.NewHandler(a.svc))
-	a.wireRuntime()
-	a.wireChat(ctx, mux)
-	if err := a.wireWebchat(mux); err != nil {
-		return err
+// fileBlobs is where uploaded file contents live: in the database on
+// PostgreSQL (every node sees every file), on disk under the data
+// directory with SQLite.
+func fileBlobs(db store.DB, pg bool, dataDir string) (files.Blobs, error) {
+	if pg {
+		return blob.DB{Files: db.Files()}, nil
 	}
-	return nil
+	return blob.NewDisk(filepath.Join(dataDir, "files"))
 }
 
-// wireChat builds the realtime hub (with the PostgreSQL broker when several
-// nodes may share the database) and the turn dispatcher, and mounts the
-// Chat API.
-// wireRuntime plugs the JavaScript runtime in: it checks code on deploy and
-// runs the turns of bots with deployed code. It must run before the turn
-// dispatcher starts, which resumes pending turns at once.
-func (a *App) wireRuntime() {
-	engine := runtime.New(runtime.Options{})
-	a.svc.SetCompiler(engine)
-	a.svc.SetBots(a.svc.CodeBots(engine))
-	sched := a.svc.NewWorkflowScheduler(engine, service.WorkflowSchedulerOptions{})
-	sched.Start(context.Background())
-	a.closers = append(a.closers, func(context.Context) error { sched.Stop(); engine.Close(); return nil })
-}
-
-func (a *App) wireChat(ctx context.Context, mux *http.ServeMux) {
-	var broker realtime.Broker
-	turns := service.DispatcherOptions{}
-	if a.db.Engine() == "postgres" {
-		broker = realtime.NewPGBroker(a.cfg.DatabaseURL, "")
-		turns.Leases = true
-	}
-	a.hub = realtime.NewHub(a.db.Chat(), broker, realtime.Options{Log: a.log})
-	a.hub.Start(ctx)
-	a.svc.SetPublisher(a.hub)
-	d := service.NewDispatcher(a.svc, turns)
-	d.Start(ctx)
-	a.closers = append(a.closers, func(context.Context) error { a.hub.Close(); d.Stop(); return nil })
-	mux.Handle("/chat/", chat.NewHandler(a.svc, a.hub))
+func (a *App) closeOnShutdown(fn func()) {
+	a.closers = append(a.closers, func(context.Context) error { fn(); return nil })
 }
 
 // readyz reports whether the store answers and its schema is migrated.
 func (a *App) readyz(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 	defer cancel()
-	if err := a.svc.Ready(ctx); err != nil {
+	err := a.db.Ping(ctx)
+	if err == nil {
+		err = a.db.Migrated(ctx)
+	}
+	if err != nil {
 		a.log.Warn("not ready", "err", err)
 		httpx.WriteJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "reason": "store unreachable or not migrated"})
 		return
 	}
-	httpx.WriteJSON(w, http.StatusOK, map[string]string{"status": "ready", "store": a.db.Engine()})
+	held, n := a.dispatcher.Held(100)
+	conv := make([]string, len(held))
+	for i, r := range held {
+		conv[i] = r.BotID + "/" + r.ConversationID
+	}
+	httpx.WriteJSON(w, http.StatusOK, map[string]any{"status": "ready", "store": a.db.Engine(),
+		"node": map[string]any{"id": a.node, "started_at": a.started.UTC().Format(time.RFC3339Nano),
+			"held_conversations": n, "conversations": conv}})
 }
 
 // bootstrap creates the owner, workspace and admin token on first start.
 func (a *App) bootstrap(ctx context.Context) error {
-	secret, err := a.svc.Bootstrap(ctx, a.cfg.AdminToken)
+	secret, err := a.accounts.Bootstrap(ctx, a.cfg.AdminToken)
 	if err != nil {
 		return fmt.Errorf("bootstrap: %w", err)
 	}
@@ -169,7 +355,7 @@ func (a *App) bootstrap(ctx context.Context) error {
 	}
 	a.AdminToken = secret
 	if a.cfg.AdminToken != "" {
-		a.log.Info("bootstrapped: owner account and default workspace created; the admin token is PARLEY_ADMIN_TOKEN", "email", service.BootstrapEmail)
+		a.log.Info("bootstrapped: owner account and default workspace created; the admin token is PARLEY_ADMIN_TOKEN", "email", administration.BootstrapEmail)
 		return nil
 	}
 	path := filepath.Join(a.cfg.DataDir, "admin-token")
@@ -177,12 +363,21 @@ func (a *App) bootstrap(ctx context.Context) error {
 		return fmt.Errorf("write admin token: %w", err)
 	}
 	a.log.Info("bootstrapped: owner account and default workspace created; this admin token is shown once and saved to "+path,
-		"email", service.BootstrapEmail, "token", secret)
+		"email", administration.BootstrapEmail, "token", secret)
 	return nil
 }
 
-// Service exposes the service (for tests and commands).
-func (a *App) Service() *service.Service { return a.svc }
+// Store, Accounts, Workspaces, Bots and Chat expose parts of the server to
+// tests and commands.
+func (a *App) Store() store.DB                        { return a.db }
+func (a *App) Accounts() *administration.Accounts     { return a.accounts }
+func (a *App) Workspaces() *administration.Workspaces { return a.workspaces }
+func (a *App) Bots() *administration.Bots             { return a.bots }
+func (a *App) Chat() *conversations.Chat              { return a.chat }
+func (a *App) RuntimeAPI() *runtimeapi.API            { return a.runtimeAPI }
+
+// BotProcesses is the supervisor of deployed bundles' Node.js processes.
+func (a *App) BotProcesses() *botproc.Supervisor { return a.bundles }
 
 // Shutdown stops accepting requests, lets in-flight ones finish, then stops
 // workers and closes the store.
@@ -192,12 +387,26 @@ func (a *App) Shutdown(ctx context.Context) error {
 
 func (a *App) shutdown(ctx context.Context) error {
 	var errs []error
+	// First the turn workers: they release their leases as they end, so
+	// another node takes this one's conversations over at once (not when
+	// the leases expire), and the turns in flight can still call this
+	// node's API while they finish. Stop is idempotent (also a closer).
+	for _, stop := range a.handOver {
+		stop()
+	}
 	if a.server != nil {
 		if err := a.server.Shutdown(ctx); err != nil {
 			errs = append(errs, err)
 		}
 	} else if a.listener != nil {
 		a.listener.Close()
+	}
+	if a.metricsServer != nil {
+		if err := a.metricsServer.Shutdown(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	} else if a.metricsListener != nil {
+		a.metricsListener.Close()
 	}
 	for i := len(a.closers) - 1; i >= 0; i-- {
 		if err := a.closers[i](ctx); err != nil {
@@ -226,28 +435,11 @@ func NewLogger(format, level string, out *os.File) *slog.Logger {
 	return slog.New(slog.NewJSONHandler(out, opts))
 }
 
-// wireWebchat mounts the Webchat API, the file store behind its uploads,
-// the dashboard's extra admin operations and the built-in pages.
-func (a *App) wireWebchat(mux *http.ServeMux) error {
-	if fp, ok := a.db.(store.FilesProvider); ok && a.db.Engine() == "postgres" {
-		a.svc.SetBlobs(blob.DB{Files: fp.Files()})
-	} else {
-		disk, err := blob.NewDisk(filepath.Join(a.cfg.DataDir, "files"))
-		if err != nil {
-			return err
-		}
-		a.svc.SetBlobs(disk)
+// MetricsURL is the URL of GET /metrics (on its own listener when
+// Config.MetricsAddr is set).
+func (a *App) MetricsURL() string {
+	if a.metricsListener != nil {
+		return "http://" + a.metricsListener.Addr().String() + "/metrics"
 	}
-	mux.Handle("/webchat/", webchat.NewHandler(a.svc, a.hub, webchat.Options{}))
-	adminExtra := webchat.NewAdminHandler(a.svc)
-	mux.Handle("GET /v1/admin/bots/{id}/conversations", adminExtra)
-	mux.Handle("GET /v1/admin/bots/{id}/conversations/{conversationId}/messages", adminExtra)
-	pages, err := web.NewHandler(a.svc)
-	if err != nil {
-		return err
-	}
-	for _, route := range web.Routes {
-		mux.Handle(route, pages)
-	}
-	return nil
+	return a.URL + "/metrics"
 }

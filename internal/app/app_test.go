@@ -37,11 +37,11 @@ func defaultWorkspace(t *testing.T, a *app.App, token ...string) string {
 	if len(token) > 0 {
 		tok = token[0]
 	}
-	p, err := a.Service().Authenticate(ctx, tok)
+	p, err := a.Accounts().Authenticate(ctx, tok)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ws, _, err := a.Service().ListWorkspaces(ctx, p, "", store.Page{})
+	ws, _, err := a.Workspaces().List(ctx, p, "", store.Page{})
 	if err != nil || len(ws) != 1 {
 		t.Fatalf("workspaces = %v, %v", ws, err)
 	}
@@ -53,7 +53,7 @@ func TestAdminCompatibility(t *testing.T) {
 	engines(t, func(t *testing.T, cfg func() app.Config) {
 		a := testapp.Start(t, cfg())
 		const viewerEmail = "viewer@example.com"
-		_, viewerToken, err := a.Service().IssueTokenForEmail(context.Background(), viewerEmail, "viewer")
+		_, viewerToken, err := a.Accounts().IssueTokenForEmail(context.Background(), viewerEmail, "viewer")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -110,7 +110,7 @@ func TestRestartKeepsDataAndDoesNotBootstrapAgain(t *testing.T) {
 		if got := defaultWorkspace(t, second, token); got != ws {
 			t.Fatalf("workspace changed across restart: %s != %s", got, ws)
 		}
-		n, err := second.Service().Store().Accounts().Count(ctx)
+		n, err := second.Store().Accounts().Count(ctx)
 		if err != nil || n != 1 {
 			t.Fatalf("accounts after restart = %d, %v", n, err)
 		}
@@ -139,7 +139,7 @@ func TestAdminTokenFromEnvironment(t *testing.T) {
 	c := testapp.Config(t, "")
 	c.AdminToken = "my-chosen-admin-token"
 	a := testapp.Start(t, c)
-	if _, err := a.Service().Authenticate(context.Background(), "my-chosen-admin-token"); err != nil {
+	if _, err := a.Accounts().Authenticate(context.Background(), "my-chosen-admin-token"); err != nil {
 		t.Fatalf("chosen token refused: %v", err)
 	}
 	if _, err := os.Stat(filepath.Join(c.DataDir, "admin-token")); !os.IsNotExist(err) {
@@ -210,9 +210,9 @@ func TestErrorBodies(t *testing.T) {
 		})
 	}
 	// Nothing was stored by the failed creates.
-	p, _ := a.Service().Authenticate(context.Background(), a.AdminToken)
-	c, _ := a.Service().InWorkspace(context.Background(), p, ws)
-	bots, _, err := a.Service().ListBots(context.Background(), c, store.BotFilter{}, store.Page{})
+	p, _ := a.Accounts().Authenticate(context.Background(), a.AdminToken)
+	c, _ := a.Accounts().InWorkspace(context.Background(), p, ws)
+	bots, _, err := a.Bots().List(context.Background(), c, store.BotFilter{}, store.Page{})
 	if err != nil || len(bots) != 0 {
 		t.Fatalf("bots after failed creates: %d %v", len(bots), err)
 	}
@@ -271,9 +271,9 @@ func TestGracefulShutdownFinishesInFlightRequests(t *testing.T) {
 		t.Fatalf("shutdown: %v", err)
 	}
 	again := testapp.Start(t, c)
-	p, _ := again.Service().Authenticate(ctx, token)
-	caller, _ := again.Service().InWorkspace(ctx, p, ws)
-	bots, _, err := again.Service().ListBots(ctx, caller, store.BotFilter{}, store.Page{})
+	p, _ := again.Accounts().Authenticate(ctx, token)
+	caller, _ := again.Accounts().InWorkspace(ctx, p, ws)
+	bots, _, err := again.Bots().List(ctx, caller, store.BotFilter{}, store.Page{})
 	if err != nil || len(bots) != 1 || bots[0].Name != "in-flight" {
 		t.Fatalf("bots after restart: %v %v", bots, err)
 	}

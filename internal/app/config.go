@@ -8,7 +8,12 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strconv"
 	"strings"
+	"time"
+
+	"github.com/parley-bots/parley/internal/httpapi/httpx"
+	"github.com/parley-bots/parley/internal/realtime"
 )
 
 // Config is everything `parley serve` can be told, by flag or environment.
@@ -19,13 +24,56 @@ type Config struct {
 	PublicURL   string
 	LogFormat   string // auto, text or json
 	LogLevel    string // debug, info, warn, error
+	// MetricsAddr, when set, serves GET /metrics on a listener of its own
+	// (and not on Addr); empty serves it on Addr.
+	MetricsAddr string
+	Node        string // the Node.js executable that runs deployed bundles
 	AdminToken  string // only from the environment: flags are visible in ps
+
+	// Limits (README, "Limits"); zero values take the defaults (tests
+	// build Configs by hand).
+	BodyReadTimeout  time.Duration // reading one request, headers and body; SSE streams exempt
+	MaxConnections   int           // concurrent client connections
+	StreamsPerUser   int           // open SSE streams per chat user of a bot
+	StreamsPerConv   int           // open SSE streams per conversation
+	RatePerUser      float64       // Chat and Webchat API requests per second per user; < 0 = no limit
+	RatePerBot       float64       // Chat and Webchat API requests per second per bot; < 0 = no limit
+	DBMaxConnections int           // database pool size
+	// LeaseTTL is the TTL of the leases that keep a conversation (and the
+	// scheduler) on one node of several sharing PostgreSQL; zero takes
+	// turns.DefaultLeaseTTL. A dead or stalled node is taken over about
+	// this long after its last renewal.
+	LeaseTTL time.Duration
+}
+
+// Defaults of the limits.
+const (
+	DefaultBodyReadTimeout = 30 * time.Second
+	DefaultMaxConnections  = 4096
+)
+
+// limitsOrDefaults fills the zero limits with their defaults.
+func (c Config) limitsOrDefaults() Config {
+	if c.BodyReadTimeout == 0 {
+		c.BodyReadTimeout = DefaultBodyReadTimeout
+	}
+	if c.MaxConnections == 0 {
+		c.MaxConnections = DefaultMaxConnections
+	}
+	if c.RatePerUser == 0 {
+		c.RatePerUser = httpx.DefaultRatePerUser
+	}
+	if c.RatePerBot == 0 {
+		c.RatePerBot = httpx.DefaultRatePerBot
+	}
+	return c
 }
 
 // LoadConfig parses serve's flags; each flag falls back to its environment
 // variable, then to its default.
 func LoadConfig(args []string, getenv func(string) string, stderr io.Writer) (Config, error) {
 	var c Config
+	var envErrs []error
 	fs := flag.NewFlagSet("parley serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	env := func(name, def string) string {
@@ -40,6 +88,59 @@ func LoadConfig(args []string, getenv func(string) string, stderr io.Writer) (Co
 	fs.StringVar(&c.PublicURL, "public-url", env("PARLEY_PUBLIC_URL", ""), "base of the URLs shown to users; derived from --addr when unset (PARLEY_PUBLIC_URL)")
 	fs.StringVar(&c.LogFormat, "log-format", env("PARLEY_LOG_FORMAT", "auto"), "log format: auto (text on a terminal, JSON otherwise), text or json (PARLEY_LOG_FORMAT)")
 	fs.StringVar(&c.LogLevel, "log-level", env("PARLEY_LOG_LEVEL", "info"), "log level: debug, info, warn or error (PARLEY_LOG_LEVEL)")
+	fs.StringVar(&c.MetricsAddr, "metrics-addr", env("PARLEY_METRICS_ADDR", ""), "serve /metrics on this address only (e.g. 127.0.0.1:9090); empty serves it on --addr (PARLEY_METRICS_ADDR)")
+	fs.StringVar(&c.Node, "node", env("PARLEY_NODE", "node"), "Node.js executable that runs deployed SDK bot bundles (PARLEY_NODE)")
+	intVar := func(p *int, name, envName string, def int, usage string) {
+		fs.Func(name, usage+" ("+envName+", default "+strconv.Itoa(def)+")", func(v string) error {
+			n, err := strconv.Atoi(v)
+			*p = n
+			return err
+		})
+		*p = def
+		if v := getenv(envName); v != "" {
+			envErrs = append(envErrs, fs.Set(name, v))
+		}
+	}
+	floatVar := func(p *float64, name, envName string, def float64, usage string) {
+		fs.Func(name, usage+" ("+envName+", default "+strconv.FormatFloat(def, 'f', -1, 64)+")", func(v string) error {
+			f, err := strconv.ParseFloat(v, 64)
+			*p = f
+			return err
+		})
+		*p = def
+		if v := getenv(envName); v != "" {
+			envErrs = append(envErrs, fs.Set(name, v))
+		}
+	}
+	fs.Func("read-timeout", "how long reading one request (headers and body) may take; SSE streams are exempt (PARLEY_READ_TIMEOUT, default 30s)", func(v string) error {
+		d, err := time.ParseDuration(v)
+		c.BodyReadTimeout = d
+		return err
+	})
+	c.BodyReadTimeout = DefaultBodyReadTimeout
+	if v := getenv("PARLEY_READ_TIMEOUT"); v != "" {
+		envErrs = append(envErrs, fs.Set("read-timeout", v))
+	}
+	fs.Func("lease-ttl", "with several nodes on PostgreSQL: how long a node's hold on a conversation lasts unless renewed (4 times per TTL); a dead or stalled node is taken over about this long after its last renewal (PARLEY_LEASE_TTL, default 2s)", func(v string) error {
+		d, err := time.ParseDuration(v)
+		if err == nil && d < 200*time.Millisecond {
+			err = errors.New("must be at least 200ms")
+		}
+		c.LeaseTTL = d
+		return err
+	})
+	if v := getenv("PARLEY_LEASE_TTL"); v != "" {
+		envErrs = append(envErrs, fs.Set("lease-ttl", v))
+	}
+	intVar(&c.MaxConnections, "max-connections", "PARLEY_MAX_CONNECTIONS", DefaultMaxConnections, "concurrent client connections; more wait to be accepted")
+	intVar(&c.StreamsPerUser, "max-streams-per-user", "PARLEY_MAX_STREAMS_PER_USER", realtime.DefaultMaxStreamsPerUser, "open SSE streams per chat user")
+	intVar(&c.StreamsPerConv, "max-streams-per-conversation", "PARLEY_MAX_STREAMS_PER_CONVERSATION", realtime.DefaultMaxStreamsPerConversation, "open SSE streams per conversation")
+	floatVar(&c.RatePerUser, "rate-per-user", "PARLEY_RATE_PER_USER", httpx.DefaultRatePerUser, "Chat and Webchat API requests per second per user, bursts of twice that; -1: no limit")
+	floatVar(&c.RatePerBot, "rate-per-bot", "PARLEY_RATE_PER_BOT", httpx.DefaultRatePerBot, "Chat, Webchat and Runtime API requests per second per bot, bursts of twice that; -1: no limit")
+	intVar(&c.DBMaxConnections, "db-max-connections", "PARLEY_DB_MAX_CONNECTIONS", 0, "database pool size; 0: 64 on SQLite, 32 on PostgreSQL")
+	if err := errors.Join(envErrs...); err != nil {
+		return c, fmt.Errorf("environment: %w", err)
+	}
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -53,6 +154,11 @@ func LoadConfig(args []string, getenv func(string) string, stderr io.Writer) (Co
 func (c *Config) validate() error {
 	if _, _, err := net.SplitHostPort(c.Addr); err != nil {
 		return fmt.Errorf("--addr %q: %w", c.Addr, err)
+	}
+	if c.MetricsAddr != "" {
+		if _, _, err := net.SplitHostPort(c.MetricsAddr); err != nil {
+			return fmt.Errorf("--metrics-addr %q: %w", c.MetricsAddr, err)
+		}
 	}
 	if c.DatabaseURL != "" && !strings.HasPrefix(c.DatabaseURL, "postgres://") && !strings.HasPrefix(c.DatabaseURL, "postgresql://") {
 		return errors.New("--database-url must be a postgres:// URL (leave it empty for the embedded SQLite)")
@@ -68,6 +174,9 @@ func (c *Config) validate() error {
 		return fmt.Errorf("--log-level %q: must be debug, info, warn or error", c.LogLevel)
 	}
 	c.PublicURL = strings.TrimRight(c.PublicURL, "/")
+	if c.BodyReadTimeout < 0 || c.MaxConnections < 0 || c.StreamsPerUser < 0 || c.StreamsPerConv < 0 || c.DBMaxConnections < 0 {
+		return errors.New("limits must not be negative (rates may be -1: no limit)")
+	}
 	return nil
 }
 

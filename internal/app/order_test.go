@@ -68,6 +68,10 @@ func TestTurnOrderAcrossRestart(t *testing.T) {
 		}
 		token := first.AdminToken
 		bot, chatURL, _ := codeBot(t, first, ackBot)
+		// The test is about order across a restart, not the turn budget:
+		// under -race on a loaded machine a turn can pass the default 5 s,
+		// and its fallback message would then stand in the sequence.
+		setMaxExecutionTime(t, first, bot.ID, 60)
 		chatPath := strings.TrimPrefix(chatURL, first.URL)
 
 		type conv struct{ id, key string }
@@ -94,7 +98,7 @@ func TestTurnOrderAcrossRestart(t *testing.T) {
 			wg.Wait()
 		}
 		send(first.URL, 0, perConv/2)
-		pending, err := first.Service().Store().Chat().PendingConversations(ctx, 1000)
+		pending, err := first.Store().Chat().PendingConversations(ctx, 1000)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -112,7 +116,7 @@ func TestTurnOrderAcrossRestart(t *testing.T) {
 		}
 
 		// Wait until every message has its reply.
-		chatStore := second.Service().Store().Chat()
+		chatStore := second.Store().Chat()
 		replies := func(convID string) []string {
 			var out []string
 			var msgs []*struct {

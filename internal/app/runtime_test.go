@@ -9,9 +9,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/parley-bots/parley/internal/administration"
 	"github.com/parley-bots/parley/internal/app"
 	"github.com/parley-bots/parley/internal/model"
-	"github.com/parley-bots/parley/internal/service"
 	"github.com/parley-bots/parley/internal/testutil/testapp"
 )
 
@@ -20,15 +20,15 @@ import (
 func codeBot(t *testing.T, a *app.App, code string) (bot *model.Bot, chatURL, key string) {
 	t.Helper()
 	ctx := context.Background()
-	p, err := a.Service().Authenticate(ctx, a.AdminToken)
+	p, err := a.Accounts().Authenticate(ctx, a.AdminToken)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := a.Service().InWorkspace(ctx, p, defaultWorkspace(t, a))
+	c, err := a.Accounts().InWorkspace(ctx, p, defaultWorkspace(t, a))
 	if err != nil {
 		t.Fatal(err)
 	}
-	v, err := a.Service().CreateBot(ctx, c, service.BotWrite{Code: &code})
+	v, err := a.Bots().Create(ctx, c, administration.BotWrite{Code: &code})
 	if err != nil {
 		t.Fatalf("create bot: %v", err)
 	}
@@ -82,9 +82,9 @@ func TestRuntimeThroughChatClient(t *testing.T) {
 func setMaxExecutionTime(t *testing.T, a *app.App, botID string, seconds int) {
 	t.Helper()
 	ctx := context.Background()
-	p, _ := a.Service().Authenticate(ctx, a.AdminToken)
-	c, _ := a.Service().InWorkspace(ctx, p, defaultWorkspace(t, a))
-	if _, err := a.Service().UpdateBot(ctx, c, botID, service.BotWrite{MaxExecutionTime: &seconds}); err != nil {
+	p, _ := a.Accounts().Authenticate(ctx, a.AdminToken)
+	c, _ := a.Accounts().InWorkspace(ctx, p, defaultWorkspace(t, a))
+	if _, err := a.Bots().Update(ctx, c, botID, administration.BotWrite{MaxExecutionTime: &seconds}); err != nil {
 		t.Fatal(err)
 	}
 }

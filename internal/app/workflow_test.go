@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/parley-bots/parley/internal/administration"
 	"github.com/parley-bots/parley/internal/app"
 	"github.com/parley-bots/parley/internal/model"
-	"github.com/parley-bots/parley/internal/service"
 	"github.com/parley-bots/parley/internal/testutil/testapp"
 	"github.com/parley-bots/parley/internal/workflow/botdir"
 )
@@ -23,9 +23,9 @@ import (
 func workflowBot(t *testing.T, a *app.App, botJSON json.RawMessage) (id, chatURL string) {
 	t.Helper()
 	ctx := context.Background()
-	p, _ := a.Service().Authenticate(ctx, a.AdminToken)
-	c, _ := a.Service().InWorkspace(ctx, p, defaultWorkspace(t, a))
-	v, err := a.Service().CreateBot(ctx, c, service.BotWrite{})
+	p, _ := a.Accounts().Authenticate(ctx, a.AdminToken)
+	c, _ := a.Accounts().InWorkspace(ctx, p, defaultWorkspace(t, a))
+	v, err := a.Bots().Create(ctx, c, administration.BotWrite{})
 	if err != nil {
 		t.Fatal(err)
 	}

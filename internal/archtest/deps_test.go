@@ -1,5 +1,6 @@
-// Package archtest guards the package dependency direction of DESIGN.md:
-// cmd → app → httpapi → service → store/realtime/runtime interfaces → model.
+// Package archtest guards the package dependency direction of
+// docs/architecture.md: cmd → app → httpapi → use cases (administration,
+// conversations, files, runtimeapi, tables, turns) → store/realtime/runtime interfaces → model.
 package archtest
 
 import (
@@ -10,21 +11,58 @@ import (
 
 const mod = "github.com/parley-bots/parley/"
 
-// forbidden lists, per package prefix, project packages it must not depend
-// on (directly or not).
-var forbidden = []struct {
+// useCases are the packages of business rules, one per API family. They
+// never import each other: a cross-link (a bot update clears the Chat
+// API's caches) is a small interface passed at construction.
+var useCases = []string{"internal/administration", "internal/conversations", "internal/files", "internal/runtimeapi", "internal/tables", "internal/turns"}
+
+// concreteStores are the engine packages only app (and cmd) may wire.
+var concreteStores = []string{"internal/store/sqlstore", "internal/store/sqlite", "internal/store/postgres"}
+
+func without(list []string, pkg string) []string {
+	var out []string
+	for _, p := range list {
+		if p != pkg {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func join(lists ...[]string) []string {
+	var out []string
+	for _, l := range lists {
+		out = append(out, l...)
+	}
+	return out
+}
+
+type rule struct {
 	pkg    string
 	denied []string
 	reason string
-}{
-	{"internal/model", []string{"internal/"}, "the domain package imports only the standard library"},
-	{"internal/store", []string{"internal/service", "internal/httpapi", "internal/realtime", "internal/runtime", "internal/app", "internal/auth"}, "stores are dumb and below the service"},
-	{"internal/runtime", []string{"internal/store", "internal/service", "internal/httpapi", "internal/app", "internal/realtime"}, "the runtime talks to the world only through its Host interface"},
-	{"internal/realtime", []string{"internal/service", "internal/httpapi", "internal/app", "internal/store/sqlstore", "internal/store/sqlite", "internal/runtime"}, "the hub knows signals, not use cases"},
-	{"internal/auth", []string{"internal/store", "internal/service", "internal/httpapi", "internal/app"}, "credentials are pure functions"},
-	{"internal/service", []string{"internal/httpapi", "internal/app", "internal/store/sqlstore", "internal/store/sqlite", "internal/store/postgres"}, "business rules see store interfaces only, never HTTP"},
-	{"internal/httpapi", []string{"internal/app", "internal/store/sqlstore", "internal/store/sqlite", "internal/store/postgres"}, "handlers go through the service"},
 }
+
+// forbidden lists, per package prefix, project packages it must not depend
+// on (directly or not).
+var forbidden = func() []rule {
+	rules := []rule{
+		{"internal/model", []string{"internal/"}, "the domain package imports only the standard library"},
+		{"internal/wire", join([]string{"internal/store", "internal/httpapi", "internal/realtime", "internal/runtime", "internal/app", "internal/auth"}, useCases), "JSON shapes depend on the domain only"},
+		{"internal/store", join([]string{"internal/httpapi", "internal/realtime", "internal/runtime", "internal/app", "internal/auth", "internal/wire"}, useCases), "stores are dumb and below the use cases"},
+		{"internal/runtime", join([]string{"internal/store", "internal/httpapi", "internal/app", "internal/realtime"}, useCases), "the runtime talks to the world only through its Host interface"},
+		{"internal/realtime", join([]string{"internal/httpapi", "internal/app", "internal/runtime"}, useCases, concreteStores), "the hub knows signals, not use cases"},
+		{"internal/auth", join([]string{"internal/store", "internal/httpapi", "internal/app"}, useCases), "credentials are pure functions"},
+		{"internal/botproc", []string{"internal/"}, "the bot process supervisor is infrastructure: standard library only"},
+		{"internal/httpapi", join([]string{"internal/app", "internal/turns"}, concreteStores), "handlers go through the use cases"},
+		{"internal/metrics", join([]string{"internal/app", "internal/store", "internal/realtime", "internal/runtime"}, useCases), "metrics observe through wrappers and the interfaces app hands them"},
+	}
+	for _, uc := range useCases {
+		rules = append(rules, rule{uc, join([]string{"internal/httpapi", "internal/app"}, concreteStores, without(useCases, uc)),
+			"business rules see store interfaces only, never HTTP, and other use-case packages only through interfaces"})
+	}
+	return rules
+}()
 
 func TestDependencyDirection(t *testing.T) {
 	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}} {{join .Deps " "}}`, mod+"...").Output()
@@ -56,7 +94,7 @@ func TestDependencyDirection(t *testing.T) {
 			}
 		}
 	}
-	if checked < 5 {
+	if checked < 11 {
 		t.Fatalf("only %d packages checked; the rules no longer match the layout", checked)
 	}
 }

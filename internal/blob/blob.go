@@ -1,6 +1,6 @@
 // Package blob keeps the contents of uploaded files: on disk under the data
 // directory (the SQLite set-up) or in the database (PostgreSQL, so that
-// every node of a cluster sees every file). Both implement service.Blobs.
+// every node of a cluster sees every file). Both implement files.Blobs.
 package blob
 
 import (
@@ -39,7 +39,7 @@ func (d *Disk) path(botID, fileID string) string {
 	return filepath.Join(d.Dir, hashName(botID), hashName(fileID))
 }
 
-// Put implements service.Blobs.
+// Put implements files.Blobs.
 func (d *Disk) Put(_ context.Context, botID, fileID string, data []byte) error {
 	p := d.path(botID, fileID)
 	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
@@ -63,7 +63,7 @@ func (d *Disk) Put(_ context.Context, botID, fileID string, data []byte) error {
 	return nil
 }
 
-// Get implements service.Blobs.
+// Get implements files.Blobs.
 func (d *Disk) Get(_ context.Context, botID, fileID string) ([]byte, error) {
 	b, err := os.ReadFile(d.path(botID, fileID))
 	if errors.Is(err, fs.ErrNotExist) {
@@ -72,7 +72,7 @@ func (d *Disk) Get(_ context.Context, botID, fileID string) ([]byte, error) {
 	return b, err
 }
 
-// Delete implements service.Blobs.
+// Delete implements files.Blobs.
 func (d *Disk) Delete(_ context.Context, botID, fileID string) error {
 	err := os.Remove(d.path(botID, fileID))
 	if errors.Is(err, fs.ErrNotExist) {
@@ -84,17 +84,17 @@ func (d *Disk) Delete(_ context.Context, botID, fileID string) error {
 // DB keeps file contents in the store's file_blobs table.
 type DB struct{ Files store.Files }
 
-// Put implements service.Blobs.
+// Put implements files.Blobs.
 func (d DB) Put(ctx context.Context, botID, fileID string, data []byte) error {
 	return d.Files.PutBlob(ctx, botID, fileID, data)
 }
 
-// Get implements service.Blobs.
+// Get implements files.Blobs.
 func (d DB) Get(ctx context.Context, botID, fileID string) ([]byte, error) {
 	return d.Files.GetBlob(ctx, botID, fileID)
 }
 
-// Delete implements service.Blobs.
+// Delete implements files.Blobs.
 func (d DB) Delete(ctx context.Context, botID, fileID string) error {
 	return d.Files.DeleteBlob(ctx, botID, fileID)
 }

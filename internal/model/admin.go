@@ -2,6 +2,7 @@ package model
 
 import (
 	"net/mail"
+	"strings"
 	"time"
 )
 
@@ -96,14 +97,19 @@ const (
 	PermManageMembers   Permission = "manage members"
 	PermUpdateWorkspace Permission = "update the workspace"
 	PermDeleteWorkspace Permission = "delete the workspace"
+	// PermReadSecrets is reading the secrets of a bot's integration
+	// configuration (the chat encryption key, which mints user keys and
+	// signs file URLs): granted to the roles that may change them.
+	PermReadSecrets Permission = "read integration secrets"
 )
 
 // minimumRole is the one table of who may do what: viewers read, developers
-// and above change bots, administrators and owners manage members and the
+// and above change bots and read their integration secrets, administrators and owners manage members and the
 // workspace profile, only owners delete the workspace.
 var minimumRole = map[Permission]Role{
 	PermRead:            RoleViewer,
 	PermWriteBots:       RoleDeveloper,
+	PermReadSecrets:     RoleDeveloper,
 	PermManageMembers:   RoleAdministrator,
 	PermUpdateWorkspace: RoleAdministrator,
 	PermDeleteWorkspace: RoleOwner,
@@ -113,6 +119,20 @@ var minimumRole = map[Permission]Role{
 func (r Role) Can(p Permission) bool {
 	min, ok := minimumRole[p]
 	return ok && r.AtLeast(min)
+}
+
+// IsSecretConfigKey reports whether a key of an integration's
+// configuration holds a secret (encryptionKey, apiKey, signingSecret,
+// password, token, ...): those are returned only to roles with
+// PermReadSecrets.
+func IsSecretConfigKey(k string) bool {
+	k = strings.ToLower(k)
+	for _, w := range []string{"secret", "password", "token", "privatekey", "credential"} {
+		if strings.Contains(k, w) {
+			return true
+		}
+	}
+	return strings.HasSuffix(k, "key") // encryptionKey, apiKey
 }
 
 // ValidEmail reports whether s is a plain e-mail address.

@@ -39,6 +39,19 @@ const (
 	IntegrationWebchat = "webchat"
 )
 
+// ChatEncryptionKey is the configuration key of the chat integration that
+// holds the HS256 secret of user keys (and of the webchat's file URLs).
+const ChatEncryptionKey = "encryptionKey"
+
+// ChatFallbackMessage is the configuration key of the chat integration
+// that holds the text sent to the person chatting when a turn of the bot
+// fails (an empty string sends nothing). New bots get
+// DefaultFallbackMessage; a bot without the key uses it too.
+const ChatFallbackMessage = "fallbackMessage"
+
+// DefaultFallbackMessage is the fallback message of new bots.
+const DefaultFallbackMessage = "Sorry, something went wrong on my side and I could not answer. Please try again in a moment."
+
 // Integration is an integration installed on a bot. WebhookID is the
 // unguessable id in the integration's public URL (the Chat API's webhook id,
 // the webchat's client id).

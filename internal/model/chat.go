@@ -14,17 +14,24 @@ type ChatUser struct {
 	Name       string
 	PictureURL string
 	Profile    string
-	CreatedAt  time.Time
-	UpdatedAt  time.Time
+	// Tags are the Runtime API's tags (empty for Chat API users).
+	Tags      map[string]string
+	CreatedAt time.Time
+	UpdatedAt time.Time
 }
 
 // Conversation belongs to a bot; its owner is its first participant.
 type Conversation struct {
-	BotID     string
-	ID        string
-	OwnerID   string
-	CreatedAt time.Time
-	UpdatedAt time.Time
+	BotID   string
+	ID      string
+	OwnerID string
+	// Integration is the integration the conversation came on ("chat",
+	// "webchat", or what a Runtime API caller names); Channel its channel.
+	Integration string
+	Channel     string
+	Tags        map[string]string
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
 }
 
 // Message is a chat message. Payload is the validated, normalised payload
@@ -39,6 +46,8 @@ type Message struct {
 	Tags           map[string]string
 	Direction      string
 	CreatedAt      time.Time
+	// UpdatedAt is the last updateMessage (zero: never updated).
+	UpdatedAt time.Time
 }
 
 // Event is a custom event. ID is empty for signals of bot events that have
@@ -51,7 +60,33 @@ type Event struct {
 	Type           string
 	Payload        json.RawMessage
 	CreatedAt      time.Time
+	// Runtime API fields: the message or workflow the event is about, its
+	// status (EventPending, ...) and, for a scheduled event, when it fires.
+	MessageID     string
+	WorkflowID    string
+	Status        string
+	FailureReason string
+	DueAt         time.Time
 }
+
+// Event statuses of the Runtime API.
+const (
+	EventPending   = "pending"
+	EventProcessed = "processed"
+	EventIgnored   = "ignored"
+	EventFailed    = "failed"
+	EventScheduled = "scheduled"
+	EventCanceled  = "canceled"
+)
+
+// Bot-side types of the custom events users send, per interface.
+const (
+	ChatCustomEventType    = "chat:custom"
+	WebchatCustomEventType = "webchat:custom"
+	// WebchatConversationStarted is the event the webchat sends when it
+	// opens a conversation; the bot sees it once per conversation.
+	WebchatConversationStarted = "webchat:conversationStarted"
+)
 
 // Direction of a message or event, seen from the bot.
 const (

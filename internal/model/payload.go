@@ -7,8 +7,8 @@ import (
 	"strings"
 )
 
-// Message payloads: the 12 variants @botpress/chat 0.5.5 knows (contract
-// §3.3). Listeners validate every signal against these schemas and turn a
+// Message payloads: the 12 variants @botpress/chat 0.5.5 knows (its
+// message schemas). Listeners validate every signal against these schemas and turn a
 // violation into an "unknown" event, so the server checks inputs against
 // the same rules and stores only the listed fields: what a create returns
 // is then exactly what listeners, getMessage and listMessages see.
@@ -64,8 +64,8 @@ func ValidateMessagePayload(raw json.RawMessage) (json.RawMessage, error) {
 
 // ValidateWebchatMessagePayload is ValidateMessagePayload for the Webchat
 // API, whose component sends a button click (choice, dropdown, card
-// action) as {type: "text", text: <label>, value: <value>} (webchat
-// contract §4.3): a text payload also keeps an optional `value`, a
+// action) as {type: "text", text: <label>, value: <value>} (as
+// @botpress/webchat 4.5.2 sends it): a text payload also keeps an optional `value`, a
 // non-empty string, so that the bot's event.payload.value has it. The
 // Chat API never accepts it (its payloads keep only the listed fields).
 func ValidateWebchatMessagePayload(raw json.RawMessage) (json.RawMessage, error) {

@@ -3,6 +3,7 @@ package model
 import (
 	"crypto/rand"
 	"encoding/base32"
+	"encoding/hex"
 	"strings"
 	"time"
 
@@ -32,4 +33,14 @@ func NewSecret(prefix string) string {
 		panic(err) // crypto/rand never fails on supported platforms
 	}
 	return prefix + strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(b[:]))
+}
+
+// NewNodeID names this process among the nodes sharing a database: the
+// holder of its store leases and the sender of its broker announcements.
+func NewNodeID() string {
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic(err)
+	}
+	return "node-" + hex.EncodeToString(b[:])
 }

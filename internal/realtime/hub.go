@@ -47,6 +47,12 @@ type Options struct {
 	// sent (default 25 s; the client's watchdog fires after 60 s without a
 	// data frame, the browser polyfill after 45 s without bytes).
 	Keepalive time.Duration
+	// Heartbeat is the idle interval after which a comment line (": \n\n",
+	// dispatched to no listener) is written, so that the connection never
+	// looks idle to the client: the official Node.js clients reuse
+	// keep-alive sockets of Node's global agent, which drops a socket idle
+	// for 5 s, listen streams included (default 4 s; negative: none).
+	Heartbeat time.Duration
 	// FirstFrameDelay holds the first frame after the headers: the Node
 	// client drops frames that arrive with the headers (default 50 ms).
 	FirstFrameDelay time.Duration
@@ -56,8 +62,20 @@ type Options struct {
 	ReplayWindow time.Duration
 	// WriteTimeout bounds each write to a stream (default 10 s).
 	WriteTimeout time.Duration
-	Log          *slog.Logger
+	// MaxStreamsPerUser bounds the open streams of one user of a bot
+	// (default 20); MaxStreamsPerConversation those of one conversation
+	// (default 200). A stream above either is refused with RateLimited
+	// (429, Retry-After) before anything is written.
+	MaxStreamsPerUser         int
+	MaxStreamsPerConversation int
+	Log                       *slog.Logger
 }
+
+// Default stream caps (Options).
+const (
+	DefaultMaxStreamsPerUser         = 20
+	DefaultMaxStreamsPerConversation = 200
+)
 
 func (o *Options) defaults() {
 	if o.Buffer <= 0 {
@@ -65,6 +83,9 @@ func (o *Options) defaults() {
 	}
 	if o.Keepalive <= 0 {
 		o.Keepalive = 25 * time.Second
+	}
+	if o.Heartbeat == 0 {
+		o.Heartbeat = 4 * time.Second
 	}
 	if o.FirstFrameDelay < 0 {
 		o.FirstFrameDelay = 0
@@ -76,6 +97,12 @@ func (o *Options) defaults() {
 	}
 	if o.WriteTimeout <= 0 {
 		o.WriteTimeout = 10 * time.Second
+	}
+	if o.MaxStreamsPerUser <= 0 {
+		o.MaxStreamsPerUser = DefaultMaxStreamsPerUser
+	}
+	if o.MaxStreamsPerConversation <= 0 {
+		o.MaxStreamsPerConversation = DefaultMaxStreamsPerConversation
 	}
 	if o.Log == nil {
 		o.Log = slog.Default()
@@ -101,6 +128,7 @@ type Hub struct {
 
 	mu     sync.Mutex
 	topics map[topicKey]*topic
+	users  map[topicKey]int // open streams per (bot, user)
 	closed bool
 
 	fetchQ chan topicKey
@@ -112,7 +140,7 @@ type Hub struct {
 // broker (if any) and Close on shutdown.
 func NewHub(log SignalLog, broker Broker, opts Options) *Hub {
 	opts.defaults()
-	return &Hub{opts: opts, log: log, broker: broker, topics: map[topicKey]*topic{},
+	return &Hub{opts: opts, log: log, broker: broker, topics: map[topicKey]*topic{}, users: map[topicKey]int{},
 		fetchQ: make(chan topicKey, 1024)}
 }
 
@@ -169,13 +197,14 @@ func (h *Hub) Close() {
 
 // item is one signal as queued to subscribers, with its frame rendered once.
 type item struct {
+	sig     *model.Signal
 	seq     int64
-	frame   []byte
+	frame   []byte // the Chat API's SSE frame
 	removed string // participant removed by this signal, if any
 }
 
 func newItem(sig *model.Signal) *item {
-	it := &item{seq: sig.Seq, frame: renderFrame(sig)}
+	it := &item{sig: sig, seq: sig.Seq, frame: renderFrame(sig)}
 	if sig.Type == model.SignalParticipantRemoved {
 		var d struct {
 			ParticipantID string `json:"participantId"`
@@ -250,6 +279,28 @@ func (h *Hub) CloseConversation(botID, conversationID string) {
 			s.drop(reasonGone)
 		}
 		delete(h.topics, k)
+	}
+}
+
+// EndBotStreams ends the streams of a bot whose credential keep refuses
+// (the credential they were authenticated with was rotated out, or the
+// bot's chat was disabled or deleted).
+func (h *Hub) EndBotStreams(botID string, keep func(credential string) bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for k, t := range h.topics {
+		if k.bot != botID {
+			continue
+		}
+		for s := range t.subs {
+			if !keep(s.credential) {
+				delete(t.subs, s)
+				s.drop(reasonGone)
+			}
+		}
+		if len(t.subs) == 0 {
+			delete(h.topics, k)
+		}
 	}
 }
 
@@ -356,23 +407,37 @@ func (h *Hub) fetch(ctx context.Context, k topicKey) {
 	}
 }
 
-// subscribe registers a stream of a conversation for userID.
-func (h *Hub) subscribe(botID, conversationID, userID string) *Subscription {
-	s := &Subscription{hub: h, key: topicKey{botID, conversationID}, userID: userID,
-		c: make(chan *item, h.opts.Buffer), done: make(chan struct{})}
+// subscribe registers a stream of a conversation for userID, within the
+// caps on streams per user and per conversation.
+func (h *Hub) subscribe(req StreamRequest) (*Subscription, error) {
+	s := &Subscription{hub: h, key: topicKey{req.BotID, req.ConversationID}, userID: req.UserID,
+		credential: req.Credential, c: make(chan *item, h.opts.Buffer), done: make(chan struct{})}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.closed {
 		s.drop(reasonShutdown)
-		return s
+		return s, nil
 	}
 	t := h.topics[s.key]
+	uk := topicKey{req.BotID, req.UserID}
+	if h.users[uk] >= h.opts.MaxStreamsPerUser {
+		return nil, tooManyStreams("this user has %d open streams, the most allowed", h.opts.MaxStreamsPerUser)
+	}
+	if t != nil && len(t.subs) >= h.opts.MaxStreamsPerConversation {
+		return nil, tooManyStreams("this conversation has %d open streams, the most allowed", h.opts.MaxStreamsPerConversation)
+	}
 	if t == nil {
 		t = &topic{subs: map[*Subscription]struct{}{}}
 		h.topics[s.key] = t
 	}
 	t.subs[s] = struct{}{}
-	return s
+	h.users[uk]++
+	s.counted = true
+	return s, nil
+}
+
+func tooManyStreams(format string, n int) error {
+	return model.Errorf(model.ErrRateLimited, format+"; close one or retry later", n)
 }
 
 func (h *Hub) unsubscribe(s *Subscription) {
@@ -382,6 +447,13 @@ func (h *Hub) unsubscribe(s *Subscription) {
 		delete(t.subs, s)
 		if len(t.subs) == 0 {
 			delete(h.topics, s.key)
+		}
+	}
+	if s.counted {
+		s.counted = false
+		uk := topicKey{s.key.bot, s.userID}
+		if h.users[uk]--; h.users[uk] <= 0 {
+			delete(h.users, uk)
 		}
 	}
 }
@@ -409,13 +481,15 @@ const (
 // Subscription is one stream's registration. Signals arrive on c; done is
 // closed when the hub drops it.
 type Subscription struct {
-	hub    *Hub
-	key    topicKey
-	userID string
-	c      chan *item
-	done   chan struct{}
-	once   sync.Once
-	reason int // set before done is closed
+	hub        *Hub
+	key        topicKey
+	userID     string
+	credential string // StreamRequest.Credential
+	counted    bool   // counted in hub.users (guarded by hub.mu)
+	c          chan *item
+	done       chan struct{}
+	once       sync.Once
+	reason     int // set before done is closed
 }
 
 // offer queues it without blocking; false means the buffer is full.

@@ -48,8 +48,8 @@ func (l *memLog) SignalsAfter(_ context.Context, bot, conv string, after int64, 
 func TestSlowSubscriberDropped(t *testing.T) {
 	log := &memLog{}
 	h := NewHub(log, nil, Options{Buffer: 4})
-	slow := h.subscribe("b", "c", "u1")
-	fast := h.subscribe("b", "c", "u2")
+	slow := mustSubscribe(t, h, "b", "c", "u1")
+	fast := mustSubscribe(t, h, "b", "c", "u2")
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -88,8 +88,8 @@ func TestSlowSubscriberDropped(t *testing.T) {
 func TestRemovalLeavesTopic(t *testing.T) {
 	log := &memLog{}
 	h := NewHub(log, nil, Options{})
-	a := h.subscribe("b", "c", "alice")
-	bob := h.subscribe("b", "c", "bob")
+	a := mustSubscribe(t, h, "b", "c", "alice")
+	bob := mustSubscribe(t, h, "b", "c", "bob")
 	h.Publish(log.append("b", "c", model.SignalParticipantRemoved, `{"conversationId":"c","participantId":"bob"}`, time.Now()))
 	h.Publish(log.append("b", "c", model.SignalMessageCreated, `{}`, time.Now()))
 	if len(bob.c) != 1 || len(a.c) != 2 {
@@ -255,4 +255,13 @@ func TestWindowStartLongLog(t *testing.T) {
 	if got != 0 {
 		t.Fatalf("empty windowStart %d", got)
 	}
+}
+
+func mustSubscribe(t *testing.T, h *Hub, bot, conv, user string) *Subscription {
+	t.Helper()
+	s, err := h.subscribe(StreamRequest{BotID: bot, ConversationID: conv, UserID: user})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }

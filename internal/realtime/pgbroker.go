@@ -2,8 +2,6 @@ package realtime
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"sync"
@@ -37,9 +35,7 @@ func NewPGBroker(dsn, channel string) *PGBroker {
 	if channel == "" {
 		channel = "parley_signals"
 	}
-	var b [8]byte
-	_, _ = rand.Read(b[:])
-	return &PGBroker{dsn: dsn, channel: channel, node: hex.EncodeToString(b[:]),
+	return &PGBroker{dsn: dsn, channel: channel, node: model.NewNodeID(),
 		pending: map[topicKey]int64{}, kick: make(chan struct{}, 1)}
 }
 

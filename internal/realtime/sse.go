@@ -15,9 +15,56 @@ type StreamRequest struct {
 	BotID          string
 	ConversationID string
 	UserID         string
+	// Credential names what authenticated the stream (a fingerprint of
+	// the signing key of the user's key): Hub.EndBotStreams ends the
+	// streams whose credential was rotated out.
+	Credential string
 	// LastEventID is the raw Last-Event-ID header: the last seq the client
 	// saw. Empty (or not a number) means a fresh stream.
 	LastEventID string
+	// Encoder renders the frames; nil means the Chat API's SSE events.
+	Encoder Encoder
+	// Preamble, when set, is written and flushed on its own right after
+	// the headers (the webchat's init signal).
+	Preamble []byte
+	// Gate, when set, holds every frame after the preamble until it is
+	// closed (the webchat waits for its client to attach its listeners);
+	// signals wait in the subscription meanwhile.
+	Gate <-chan struct{}
+}
+
+// heartbeat is an SSE comment: it keeps the connection busy and reaches no
+// listener (Options.Heartbeat).
+var heartbeat = []byte(": \n\n")
+
+// Encoder renders a stream's frames.
+type Encoder interface {
+	// Signal renders one signal as the bytes of its frame(s); nil skips
+	// it. It runs before the write, never inside it: ctx bounds any
+	// lookup it needs.
+	Signal(ctx context.Context, sig *model.Signal) []byte
+	// Ping renders the frame sent when the stream is idle; cursor is the
+	// last seq written (-1 when unknown).
+	Ping(cursor int64) []byte
+}
+
+// chatEncoder renders the Chat API's SSE events: every frame carries the
+// conversation's seq as its id, so a client that reconnects with
+// Last-Event-ID resumes where it left off.
+type chatEncoder struct{}
+
+func (chatEncoder) Signal(_ context.Context, sig *model.Signal) []byte { return renderFrame(sig) }
+
+func (chatEncoder) Ping(cursor int64) []byte {
+	var b []byte
+	if cursor >= 0 {
+		b = append(b, "id: "...)
+		b = strconv.AppendInt(b, cursor, 10)
+		b = append(b, '\n')
+	}
+	// A data frame, not a comment: only dispatched events reset the
+	// client's 60 s watchdog.
+	return append(b, "event: message\ndata: ping\n\n"...)
 }
 
 // replayPage is how many signals one log read returns.
@@ -34,13 +81,22 @@ const replayPage = 256
 // began Serve returns nil.
 func (h *Hub) Serve(w http.ResponseWriter, r *http.Request, req StreamRequest, authorize func(context.Context) error) error {
 	ctx := r.Context()
-	sub := h.subscribe(req.BotID, req.ConversationID, req.UserID)
+	sub, err := h.subscribe(req)
+	if err != nil {
+		return err
+	}
 	defer sub.Close()
 	if err := authorize(ctx); err != nil {
 		return err
 	}
 
-	st := &stream{hub: h, w: w, rc: http.NewResponseController(w), req: req, sub: sub, cursor: -1}
+	st := &stream{hub: h, w: w, rc: http.NewResponseController(w), req: req, enc: req.Encoder, sub: sub, cursor: -1}
+	// A stream is long-lived: the server's read timeout (which bounds
+	// reading a request, issue 12) does not apply to it. Its own rules are
+	// the write deadline of every frame, the keepalive and the caps.
+	if err := st.rc.SetReadDeadline(time.Time{}); err != nil && err != http.ErrNotSupported {
+		return err
+	}
 	if n, err := strconv.ParseInt(strings.TrimSpace(req.LastEventID), 10, 64); err == nil && n >= 0 {
 		st.cursor = n
 	} else if c, err := h.windowStart(ctx, req.BotID, req.ConversationID); err == nil {
@@ -61,19 +117,35 @@ func (h *Hub) Serve(w http.ResponseWriter, r *http.Request, req StreamRequest, a
 	if err := st.flush(); err != nil {
 		return nil
 	}
+	if req.Preamble != nil {
+		if err := st.writeRaw(req.Preamble); err != nil || st.flush() != nil {
+			return nil
+		}
+	}
 	st.run(ctx)
+	reason := -1
+	select {
+	case <-sub.done:
+		reason = sub.reason
+	default:
+	}
+	h.opts.Log.Debug("realtime: stream ended", "bot", req.BotID, "conversation", req.ConversationID,
+		"ctx", ctx.Err(), "dropped", reason, "cursor", st.cursor, "write_err", st.werr)
 	return nil
 }
 
 type stream struct {
-	hub    *Hub
-	w      http.ResponseWriter
-	rc     *http.ResponseController
-	req    StreamRequest
-	sub    *Subscription
-	cursor int64 // last seq written (or the replay start); -1 = unknown
-	ended  bool  // the stream announced its own participant's removal
-	dirty  bool  // written since the last flush
+	hub       *Hub
+	w         http.ResponseWriter
+	rc        *http.ResponseController
+	req       StreamRequest
+	enc       Encoder // nil: the Chat API's frames, rendered once per signal
+	sub       *Subscription
+	cursor    int64     // last seq written (or the replay start); -1 = unknown
+	ended     bool      // the stream announced its own participant's removal
+	dirty     bool      // written since the last flush
+	werr      error     // the write that ended the stream
+	lastWrite time.Time // for the heartbeat
 }
 
 func (st *stream) run(ctx context.Context) {
@@ -88,6 +160,15 @@ func (st *stream) run(ctx context.Context) {
 		hold.Stop()
 		return
 	}
+	if st.req.Gate != nil {
+		select {
+		case <-st.req.Gate:
+		case <-ctx.Done():
+			return
+		case <-st.sub.done:
+			return
+		}
+	}
 	if st.cursor >= 0 && st.catchUp(ctx) != nil {
 		return
 	}
@@ -96,12 +177,26 @@ func (st *stream) run(ctx context.Context) {
 	}
 	keep := time.NewTimer(o.Keepalive)
 	defer keep.Stop()
+	// The heartbeat ticks twice per interval and writes when nothing was
+	// written for half of it: the stream is never idle for a whole one.
+	var beat <-chan time.Time
+	if o.Heartbeat > 0 {
+		t := time.NewTicker(o.Heartbeat / 2)
+		defer t.Stop()
+		beat = t.C
+	}
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-st.sub.done:
 			return
+		case now := <-beat:
+			if now.Sub(st.lastWrite) >= o.Heartbeat/2 {
+				if st.writeRaw(heartbeat) != nil || st.flush() != nil {
+					return
+				}
+			}
 		case it := <-st.sub.c:
 			if st.deliver(ctx, it) != nil {
 				return
@@ -158,7 +253,7 @@ func (st *stream) deliver(ctx context.Context, it *item) error {
 			return nil
 		}
 	}
-	return st.write(it.seq, it.frame, it.removed)
+	return st.write(ctx, it)
 }
 
 // catchUp writes every logged signal after the cursor.
@@ -180,8 +275,7 @@ func (st *stream) catchUp(ctx context.Context) error {
 			if sig.Seq <= st.cursor {
 				continue
 			}
-			it := newItem(sig)
-			if err := st.write(it.seq, it.frame, it.removed); err != nil {
+			if err := st.write(ctx, newItem(sig)); err != nil {
 				return err
 			}
 			if st.ended {
@@ -195,16 +289,19 @@ func (st *stream) catchUp(ctx context.Context) error {
 	return nil
 }
 
-func (st *stream) write(seq int64, frame []byte, removed string) error {
-	if err := st.rc.SetWriteDeadline(time.Now().Add(st.hub.opts.WriteTimeout)); err != nil && err != http.ErrNotSupported {
-		return err
+// write renders it with the stream's encoder, then writes it.
+func (st *stream) write(ctx context.Context, it *item) error {
+	frame := it.frame
+	if st.enc != nil {
+		frame = st.enc.Signal(ctx, it.sig)
 	}
-	if _, err := st.w.Write(frame); err != nil {
-		return err
+	if len(frame) > 0 {
+		if err := st.writeRaw(frame); err != nil {
+			return err
+		}
 	}
-	st.cursor = seq
-	st.dirty = true
-	if removed != "" && removed == st.req.UserID {
+	st.cursor = it.seq
+	if it.removed != "" && it.removed == st.req.UserID {
 		// This stream's user left the conversation: the notice is the
 		// last thing it receives.
 		st.ended = true
@@ -214,20 +311,23 @@ func (st *stream) write(seq int64, frame []byte, removed string) error {
 }
 
 func (st *stream) writePing() error {
-	var b []byte
-	if st.cursor >= 0 {
-		b = append(b, "id: "...)
-		b = strconv.AppendInt(b, st.cursor, 10)
-		b = append(b, '\n')
+	var enc Encoder = chatEncoder{}
+	if st.enc != nil {
+		enc = st.enc
 	}
-	// A data frame, not a comment: only dispatched events reset the
-	// client's 60 s watchdog.
-	b = append(b, "event: message\ndata: ping\n\n"...)
+	return st.writeRaw(enc.Ping(st.cursor))
+}
+
+// writeRaw writes bytes with the write deadline.
+func (st *stream) writeRaw(b []byte) error {
 	if err := st.rc.SetWriteDeadline(time.Now().Add(st.hub.opts.WriteTimeout)); err != nil && err != http.ErrNotSupported {
 		return err
 	}
 	_, err := st.w.Write(b)
-	st.dirty = true
+	st.dirty, st.lastWrite = true, time.Now()
+	if err != nil {
+		st.werr = err
+	}
 	return err
 }
 

@@ -9,8 +9,8 @@ import (
 	"github.com/parley-bots/parley/internal/model"
 )
 
-// Event is the bot-side event object (SPEC "Bot-side event object", type
-// IncomingEvent) as Go data. Its JSON form has exactly the SPEC's fields:
+// Event is the bot-side event object (documented in docs/runtime.md, type
+// IncomingEvent) as Go data. Its JSON form has exactly the documented fields:
 // required ones always, optional ones only when set. Inside bot code the
 // runtime builds the same object with createdOn as a JS Date.
 type Event struct {
@@ -79,7 +79,7 @@ type Trigger struct {
 	UserID         string `json:"userId,omitempty"`
 }
 
-// eventJSON fixes the wire form: SPEC order, createdOn as an ISO string with
+// eventJSON fixes the wire form: the documented order, createdOn as an ISO string with
 // milliseconds (what JS Date.prototype.toJSON prints).
 type eventJSON struct {
 	BotID          string         `json:"botId"`
@@ -99,7 +99,7 @@ type eventJSON struct {
 	UserID         string         `json:"userId,omitempty"`
 }
 
-// MarshalJSON renders the SPEC's JSON form of the event.
+// MarshalJSON renders the documented JSON form of the event.
 func (e Event) MarshalJSON() ([]byte, error) {
 	j := eventJSON{
 		BotID: e.BotID, ConversationID: e.ConversationID, CreatedOn: model.FormatTime(e.CreatedOn),
@@ -139,7 +139,7 @@ func NewTags(conversation, message, user map[string]string) *Tags {
 
 // NewMessageEvent builds the event of a stored message: type is the payload
 // type, preview its plain-text rendering, messageId the message's id. The
-// event id is new; tags carry the message's tags (the service adds the user's
+// event id is new; tags carry the message's tags (the turns package adds the user's
 // and conversation's, which the model does not hold).
 func NewMessageEvent(integration string, m model.Message) (Event, error) {
 	var payload map[string]any

@@ -18,6 +18,14 @@ type fakeHost struct {
 
 func newFakeHost() *fakeHost { return &fakeHost{} }
 
+// Call echoes the operation and its input.
+func (h *fakeHost) Call(ctx context.Context, op string, input map[string]any) (map[string]any, error) {
+	if op == "getState" && input["name"] == "missing" {
+		return nil, model.NotFound("State \"missing\"")
+	}
+	return map[string]any{"op": op, "input": input}, nil
+}
+
 func (h *fakeHost) CreateMessage(ctx context.Context, conv string, payload, metadata map[string]any, tags map[string]string) (map[string]any, error) {
 	if t, _ := payload["type"].(string); t == "" {
 		return nil, model.Invalid("payload.type is required")

@@ -30,6 +30,23 @@ type Host interface {
 	ListMessages(ctx context.Context, conversationID, nextToken string) ([]map[string]any, string, error)
 	GetUser(ctx context.Context, id string) (map[string]any, error)
 	GetConversation(ctx context.Context, id string) (map[string]any, error)
+	// Call runs one of the Runtime API operations of ClientOperations with
+	// its input and output in the Runtime API's shapes (the same use cases
+	// as the HTTP Runtime API).
+	Call(ctx context.Context, op string, input map[string]any) (map[string]any, error)
+}
+
+// ClientOperations are the Runtime API operations bot code's `client` has
+// beyond createMessage, createEvent, getMessage, listMessages, getUser and
+// getConversation: the ones that make sense in a turn; the Tables API's
+// row operations among them.
+var ClientOperations = []string{
+	"getState", "setState", "getOrSetState", "patchState", "setStateExpiry",
+	"updateUser", "updateConversation", "updateMessage",
+	"getOrCreateUser", "getOrCreateConversation",
+	"listUsers", "listConversations", "listParticipants", "listEvents", "getEvent",
+	"trackAnalytics", "searchFiles",
+	"findTableRows", "getTableRow", "createTableRows", "updateTableRows", "upsertTableRows", "deleteTableRows",
 }
 
 // States are the three bot-code state objects as JSON objects. A nil or
@@ -57,22 +74,22 @@ type TurnInput struct {
 	Host         Host
 }
 
-// TurnResult is what a turn left behind for the service to persist.
+// TurnResult is what a turn left behind for the turns package to persist.
 type TurnResult struct {
 	// States holds the states to persist: a field is non-nil only when that
 	// state changed. Nothing is set when the turn ended with a Problem.
 	States States
 	// Logs are the turn's log lines (console.*, logger.*, and one error line
 	// per Problem), in order, with BotID, Time, Level, Message,
-	// ConversationID, UserID and EventID set. ID is left to the service.
+	// ConversationID, UserID and EventID set. ID is left to the caller (package turns).
 	Logs []model.LogEntry
 	// Stopped is true when a before_incoming_message hook stopped the turn.
 	Stopped bool
-	// Problem is set when bot code failed; the service records it as an issue.
+	// Problem is set when bot code failed; package turns records it as an issue.
 	Problem *Problem
 	// Err is set when the turn failed for a reason that is not the bot's:
 	// the caller's context ended or the Host failed. Bot code is not blamed
-	// and the service may retry.
+	// and package turns may retry.
 	Err      error
 	Duration time.Duration
 }

@@ -30,17 +30,26 @@ var preludeProgram = goja.MustCompile("prelude.js", preludeSource, true)
 // instance is one goja runtime with a bot version's code evaluated in it.
 // It is used by one turn at a time.
 type instance struct {
-	e         *Engine
-	vm        *goja.Runtime
-	turnFn    goja.Callable
-	makeEvent goja.Callable
-	stringify goja.Callable
-	parse     goja.Callable
-	errCtor   *goja.Object // captured before bot code could replace them
-	typeErr   *goja.Object
-	t         *turn // the running turn; nil when idle
-	strs      [4]cachedStr
-	strNext   int
+	e  *Engine
+	vm *goja.Runtime
+	// dispatchTurn is the prelude's dispatchTurn (prelude.js): it builds
+	// the event object and runs the hooks and the bot's handlers for one
+	// turn. turn.run calls it.
+	dispatchTurn goja.Callable
+	makeEvent    goja.Callable
+	stringify    goja.Callable
+	parse        goja.Callable
+	errCtor      *goja.Object // captured before bot code could replace them
+	typeErr      *goja.Object
+	rangeErr     *goja.Object
+
+	origStringify goja.Callable // goja's JSON.stringify
+	jsonReplacer  goja.Value    // nativeJSONReplacer as a JS function
+	json          []*jsonFrame  // the running bounded JSON.stringify calls
+	joining       []*goja.Object
+	t             *turn // the running turn; nil when idle
+	strs          [4]cachedStr
+	strNext       int
 }
 
 var errInit = &interruption{problem: &Problem{Code: ProblemTimeout}}
@@ -63,10 +72,12 @@ func (e *Engine) newInstance(p *program) (*instance, error) {
 	vm.SetMaxCallStackSize(e.opts.MaxCallStackSize)
 	in := &instance{e: e, vm: vm}
 	jsonObj := vm.Get("JSON").ToObject(vm)
-	in.stringify, _ = goja.AssertFunction(jsonObj.Get("stringify"))
+	in.origStringify, _ = goja.AssertFunction(jsonObj.Get("stringify"))
 	in.parse, _ = goja.AssertFunction(jsonObj.Get("parse"))
 	in.errCtor = vm.Get("Error").ToObject(vm)
 	in.typeErr = vm.Get("TypeError").ToObject(vm)
+	in.rangeErr = vm.Get("RangeError").ToObject(vm)
+	in.jsonReplacer = vm.ToValue(in.nativeJSONReplacer)
 
 	natives := vm.NewObject()
 	for name, f := range map[string]func(goja.FunctionCall) goja.Value{
@@ -81,11 +92,19 @@ func (e *Engine) newInstance(p *program) (*instance, error) {
 		"getUser":         in.nativeGet("client.getUser", Host.GetUser),
 		"getConversation": in.nativeGet("client.getConversation", Host.GetConversation),
 		"listMessages":    in.nativeListMessages,
+		"call":            in.nativeCall,
+		"stringify":       in.nativeStringify,
+		"join":            in.nativeJoin,
+		"tooBig":          in.nativeTooBig,
+		"isBoxedString":   in.nativeIsBoxedString,
+		"regexpTimeout":   in.nativeRegexpTimeout,
 	} {
 		_ = natives.Set(name, f)
 	}
 	limits := vm.NewObject()
 	_ = limits.Set("maxStringLength", e.opts.MaxStringLength)
+	_ = limits.Set("maxArrayLength", e.opts.MaxArrayLength)
+	_ = limits.Set("regexpMs", RegexpTimeout.Milliseconds())
 	_ = limits.Set("maxDepth", maxJSONDepth)
 	_ = limits.Set("maxArgs", maxApplyArgs)
 
@@ -94,14 +113,18 @@ func (e *Engine) newInstance(p *program) (*instance, error) {
 		return nil, fmt.Errorf("runtime: prelude: %w", err)
 	}
 	preludeFn, _ := goja.AssertFunction(pv)
-	apiV, err := preludeFn(goja.Undefined(), natives, limits)
+	ops := make([]any, len(ClientOperations))
+	for i, op := range ClientOperations {
+		ops[i] = op
+	}
+	apiV, err := preludeFn(goja.Undefined(), natives, limits, vm.NewArray(ops...))
 	if err != nil {
 		return nil, fmt.Errorf("runtime: prelude: %w", err)
 	}
 	api := apiV.ToObject(vm)
 	_ = vm.Set("bot", api.Get("bot"))
 	_ = vm.Set("console", api.Get("console"))
-	in.turnFn, _ = goja.AssertFunction(api.Get("turn"))
+	in.dispatchTurn, _ = goja.AssertFunction(api.Get("dispatchTurn"))
 	in.makeEvent, _ = goja.AssertFunction(api.Get("makeEvent"))
 	in.stringify, _ = goja.AssertFunction(api.Get("stringify"))
 	lock, _ := goja.AssertFunction(api.Get("lock"))
@@ -202,7 +225,7 @@ func (t *turn) run() bool {
 	args[5] = in.toJSOrUndefined(t.in.User)
 	args[6] = in.toJSOrUndefined(t.in.Conversation)
 	in.eventArgs((*[16]goja.Value)(args[7:]), ev)
-	ret, err := in.turnFn(goja.Undefined(), args[:]...)
+	ret, err := in.dispatchTurn(goja.Undefined(), args[:]...)
 	defer t.flushDropped()
 	if err != nil {
 		t.failErr(err)
@@ -387,7 +410,7 @@ func (t *turn) failErr(err error) {
 				Description: fmt.Sprintf("the turn ran longer than its budget of %s and was stopped%s", budget, where(ie.Stack()))})
 		default:
 			p := *ir.problem
-			if ir == errMemory {
+			if ir.where {
 				p.Description += where(ie.Stack())
 			}
 			t.fail(&p)
@@ -791,6 +814,23 @@ func (in *instance) nativeGet(what string, get func(Host, context.Context, strin
 		}
 		return in.toJS(v)
 	}
+}
+
+// nativeCall runs a Runtime API operation of ClientOperations:
+// native.call(op, input).
+func (in *instance) nativeCall(call goja.FunctionCall) goja.Value {
+	op := call.Argument(0).String()
+	what := "client." + op
+	t := in.current(what)
+	input, ok := in.encodeObject(call.Argument(1), "input", in.e.opts.MaxPayloadBytes)
+	if !ok || !in.countCall() {
+		return goja.Undefined()
+	}
+	v, err := t.in.Host.Call(t.ctx, op, input)
+	if err != nil {
+		return in.hostError(err)
+	}
+	return in.toJS(v)
 }
 
 func (in *instance) nativeListMessages(call goja.FunctionCall) goja.Value {

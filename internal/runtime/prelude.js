@@ -2,7 +2,7 @@
 // function expression; Go calls it with the native host functions and keeps
 // what it returns, so nothing of the plumbing is reachable from bot code as
 // a global. Built-ins are captured here, before bot code can replace them.
-(function (native, limits) {
+(function (native, limits, clientOperations) {
   'use strict';
   var freeze = Object.freeze;
   var keys = Object.keys;
@@ -102,7 +102,7 @@
   }
 
   function makeClient(inHook) {
-    return freeze({
+    var c = {
       createMessage: function (r) {
         try {
           req(r, 'client.createMessage');
@@ -138,7 +138,19 @@
         turnCtx('client.getConversation');
         return { conversation: native.getConversation(r.id) };
       })
-    });
+    };
+    // The other Runtime API operations of a turn (states, tags,
+    // getOrCreate, lists, events), served by the Runtime API's use cases.
+    for (var i = 0; i < clientOperations.length; i++) {
+      (function (op) {
+        c[op] = settled(function (r) {
+          req(r, 'client.' + op);
+          turnCtx('client.' + op);
+          return native.call(op, r);
+        });
+      })(clientOperations[i]);
+    }
+    return freeze(c);
   }
   var client = makeClient(false);
   var hookClient = makeClient(true);
@@ -220,7 +232,7 @@
     if (plain(u) && plain(c) && plain(b)) {
       // The usual case: one JSON.stringify for the three, split by Go.
       depthOK(u); depthOK(c); depthOK(b);
-      native.result(tStopped, origStringify([u, c, b]));
+      native.result(tStopped, nativeStringify([u, c, b]));
     } else {
       native.result(tStopped, saveState(u), saveState(c), saveState(b));
     }
@@ -231,7 +243,7 @@
     return s !== null && typeof s === 'object' && !isArray(s) && s.toJSON === undefined;
   }
 
-  // makeEvent builds the event object: the SPEC's fields in the SPEC's
+  // makeEvent builds the event object: the documented fields in the documented
   // order, optional ones (undefined here) left out, createdOn a Date. Go
   // passes the fields as already fresh JS values (see instance.eventArgs).
   function makeEvent(botId, conversationId, createdMs, direction, id, integration, kb, messageId, payload, preview, state,
@@ -263,10 +275,13 @@
     return v !== null && typeof v === 'object' && !isArray(v) ? v : {};
   }
 
-  // turn runs one turn. Its arguments come from Go (instance.run): the
+  // dispatchTurn runs one turn: the before_incoming_message hooks, then
+  // the handlers the bot registered with bot.on.message / bot.on.event
+  // that match the event. Its arguments come from Go (turn.run in
+  // instance.go): the
   // stored states' JSON, the message, user and conversation as fresh JS
   // values, then the arguments of makeEvent without state.
-  function turn(isMessage, userState, conversationState, botState, message, user, conversation,
+  function dispatchTurn(isMessage, userState, conversationState, botState, message, user, conversation,
     botId, conversationId, createdMs, direction, id, integration, kb, messageId, payload, preview,
     tagsConversation, tagsMessage, tagsUser, trigger, type, userId) {
     var state = { user: parseState(userState), conversation: parseState(conversationState), bot: parseState(botState) };
@@ -315,8 +330,10 @@
   // Guards. goja checks its interrupt flag between JS instructions only, so
   // one built-in call that loops over a huge length or allocates a huge
   // result cannot be stopped by the time budget nor the memory watchdog.
-  // Refuse absurd sizes before the built-in starts (docs/runtime.md, Limits).
-  var maxLen = limits.maxStringLength, maxDepth = limits.maxDepth, maxArgs = limits.maxArgs;
+  // Refuse absurd sizes before the built-in starts (docs/runtime.md, Limits):
+  // during a turn, the turn ends (memory_limit; try cannot catch it), at the
+  // top level a RangeError is thrown.
+  var maxLen = limits.maxStringLength, maxArr = limits.maxArrayLength, maxDepth = limits.maxDepth, maxArgs = limits.maxArgs;
   var rApply = Reflect.apply, rConstruct = Reflect.construct, isArray = Array.isArray, defineProperty = Object.defineProperty;
   function define(obj, name, value) {
     defineProperty(obj, name, { value: value, writable: true, configurable: true, enumerable: false });
@@ -326,7 +343,11 @@
     var l = x.length;
     return typeof l === 'number' ? l : 0;
   }
-  function tooBig(what) { return new RangeErr(what + ': size over the sandbox limit of ' + maxLen); }
+  function tooBig(what, lim) {
+    lim = lim || maxLen;
+    native.tooBig(what, lim);
+    return new RangeErr(what + ': size over the sandbox limit of ' + lim);
+  }
   function guard(obj, name, check) {
     var orig = obj[name];
     if (typeof orig !== 'function') return;
@@ -338,23 +359,52 @@
     define(obj, name, g);
   }
   function thisLen(name) {
-    return function (self) { if (lenOf(self) > maxLen) throw tooBig('Array.prototype.' + name); };
+    return function (self) { if (lenOf(self) > maxArr) throw tooBig('Array.prototype.' + name, maxArr); };
   }
   guard(String.prototype, 'repeat', function (s, a) { if (String(s).length * Number(a[0]) > maxLen) throw tooBig('String.prototype.repeat'); });
   guard(String.prototype, 'padStart', function (s, a) { if (Number(a[0]) > maxLen) throw tooBig('String.prototype.padStart'); });
   guard(String.prototype, 'padEnd', function (s, a) { if (Number(a[0]) > maxLen) throw tooBig('String.prototype.padEnd'); });
-  var arrayMethods = ['concat', 'copyWithin', 'every', 'fill', 'filter', 'find', 'findIndex', 'findLast', 'findLastIndex',
-    'flat', 'flatMap', 'forEach', 'includes', 'indexOf', 'join', 'lastIndexOf', 'map', 'reduce', 'reduceRight',
+  var arrayMethods = ['copyWithin', 'every', 'fill', 'filter', 'find', 'findIndex', 'findLast', 'findLastIndex',
+    'flat', 'flatMap', 'forEach', 'includes', 'indexOf', 'lastIndexOf', 'map', 'reduce', 'reduceRight',
     'reverse', 'shift', 'slice', 'some', 'sort', 'splice', 'toLocaleString', 'toReversed', 'toSorted', 'toSpliced',
     'toString', 'unshift', 'with'];
   for (var m = 0; m < arrayMethods.length; m++) guard(Array.prototype, arrayMethods[m], thisLen(arrayMethods[m]));
+  // join (and toString, which calls it) counts the length of its result in
+  // Go before building it.
+  var join = native.join;
+  defineProperty(join, 'name', { value: 'join', configurable: true });
+  defineProperty(join, 'length', { value: 1, configurable: true });
+  define(Array.prototype, 'join', join);
+  // concat: the length of the result is the sum of what it spreads.
+  var isSpreadable = Symbol.isConcatSpreadable;
+  guard(Array.prototype, 'concat', function (self, a) {
+    var n = lenOf(self);
+    for (var i = 0; i < a.length && n <= maxArr; i++) {
+      var x = a[i];
+      if (x !== null && typeof x === 'object' && (x[isSpreadable] !== undefined ? x[isSpreadable] : isArray(x))) n += lenOf(x); else n++;
+    }
+    if (n > maxArr) throw tooBig('Array.prototype.concat', maxArr);
+  });
+  // String.prototype.concat: each argument is converted once, here, and the
+  // total length checked before goja builds the string.
+  var strConcat = String.prototype.concat, Str = String;
+  define(String.prototype, 'concat', function concat() {
+    if (this === null || this === undefined) throw new TypeErr('String.prototype.concat called on null or undefined');
+    var s = Str(this), n = s.length, parts = [];
+    for (var i = 0; i < arguments.length; i++) {
+      var x = Str(arguments[i]);
+      if ((n += x.length) > maxLen) throw tooBig('String.prototype.concat');
+      parts.push(x);
+    }
+    return rApply(strConcat, s, parts);
+  });
   function argsLen(what, i) {
     return function (self, a) { if (lenOf(a[i]) > maxArgs) throw new RangeErr(what + ': more than ' + maxArgs + ' arguments'); };
   }
   guard(Function.prototype, 'apply', argsLen('Function.prototype.apply', 1));
   guard(Reflect, 'apply', argsLen('Reflect.apply', 2));
   guard(Reflect, 'construct', argsLen('Reflect.construct', 1));
-  guard(Array, 'from', function (self, a) { if (lenOf(a[0]) > maxLen) throw tooBig('Array.from'); });
+  guard(Array, 'from', function (self, a) { if (lenOf(a[0]) > maxArr) throw tooBig('Array.from', maxArr); });
 
   // Constructors taking a size are replaced by a checking function sharing
   // their prototype, so instanceof, subclassing and statics keep working
@@ -362,13 +412,13 @@
   var getOwnNames = Object.getOwnPropertyNames, getOwnSymbols = Object.getOwnPropertySymbols;
   var getOwnDesc = Object.getOwnPropertyDescriptor, getProto = Object.getPrototypeOf, setProto = Object.setPrototypeOf;
   var ArrayBufferProto = ArrayBuffer.prototype, isProtoOf = Function.prototype.call.bind(Object.prototype.isPrototypeOf);
-  function sized(name, bytesPer) {
+  function sized(name, bytesPer, lim) {
     var C = globalThis[name];
     if (typeof C !== 'function') return;
     var W = function () {
       var x = arguments[0];
       var n = typeof x === 'number' ? x : (x !== null && typeof x === 'object' && isProtoOf(ArrayBufferProto, x) ? 0 : lenOf(x));
-      if (n * bytesPer > maxLen) throw tooBig(name);
+      if (n * bytesPer > lim) throw tooBig(name, lim);
       return new.target ? rConstruct(C, arguments, new.target === W ? C : new.target) : rApply(C, this, arguments);
     };
     var own = getOwnNames(C).concat(getOwnSymbols(C));
@@ -377,16 +427,16 @@
     define(C.prototype, 'constructor', W);
     define(globalThis, name, W);
   }
-  sized('Array', 1);
+  sized('Array', 1, maxArr);
   var typed = { Int8Array: 1, Uint8Array: 1, Uint8ClampedArray: 1, Int16Array: 2, Uint16Array: 2, Int32Array: 4, Uint32Array: 4,
     Float32Array: 4, Float64Array: 8, BigInt64Array: 8, BigUint64Array: 8 };
   var tn = keys(typed);
-  for (var k = 0; k < tn.length; k++) sized(tn[k], typed[tn[k]]);
-  sized('ArrayBuffer', 1);
+  for (var k = 0; k < tn.length; k++) sized(tn[k], typed[tn[k]], maxLen);
+  sized('ArrayBuffer', 1, maxLen);
 
   // JSON.stringify recurses natively and checks for cycles in O(depth²):
   // walk the value first (interruptible JS) and refuse deep nesting.
-  var origStringify = JSON.stringify;
+  var isBoxedString = native.isBoxedString;
   function checkDepth(v) {
     if (v === null || typeof v !== 'object') return;
     var stack = null, depths = null, o = v, d = 1, x, i, ks;
@@ -401,7 +451,7 @@
             stack.push(x); depths.push(d + 1);
           }
         }
-      } else {
+      } else if (!isBoxedString(o)) { // its keys are its characters
         ks = keys(o);
         for (i = 0; i < ks.length; i++) {
           x = o[ks[i]];
@@ -421,11 +471,39 @@
   function depthOK(v) {
     if (!native.shallow(v)) checkDepth(v);
   }
+  // The output itself is counted as goja writes it (instance.nativeStringify).
+  var nativeStringify = native.stringify;
   var stringify = function stringify(value, replacer, space) {
     depthOK(value);
-    return origStringify(value, replacer, space);
+    return nativeStringify(value, replacer, space);
   };
   define(JSON, 'stringify', stringify);
 
-  return { bot: bot, console: console, turn: turn, makeEvent: makeEvent, lock: lock, stringify: stringify };
+  // Regular expressions: one match of the backtracking engine stops after
+  // limits.regexpMs (regexp2's match timeout, set by Go) as if nothing more
+  // matched. Where that shows (test, match, search), the turn ends instead
+  // of going on with a wrong answer.
+  var dateNow = Date.now, regexpMs = limits.regexpMs, RegExpProto = RegExp.prototype;
+  function timed(obj, key, what, fnArg) {
+    var orig = obj[key];
+    if (typeof orig !== 'function') return;
+    var g = function () {
+      // A replacement function's own time is not the regexp's.
+      if (fnArg !== undefined && typeof arguments[fnArg] === 'function') return rApply(orig, this, arguments);
+      var t0 = dateNow();
+      var r = rApply(orig, this, arguments);
+      if (dateNow() - t0 >= regexpMs) native.regexpTimeout(what);
+      return r;
+    };
+    defineProperty(g, 'name', { value: orig.name, configurable: true });
+    defineProperty(g, 'length', { value: orig.length, configurable: true });
+    define(obj, key, g);
+  }
+  timed(RegExpProto, 'test', 'RegExp.prototype.test');
+  timed(RegExpProto, Symbol.match, 'RegExp.prototype[Symbol.match]');
+  timed(RegExpProto, Symbol.search, 'RegExp.prototype[Symbol.search]');
+  timed(RegExpProto, Symbol.replace, 'RegExp.prototype[Symbol.replace]', 1);
+  timed(RegExpProto, Symbol.split, 'RegExp.prototype[Symbol.split]');
+
+  return { bot: bot, console: console, dispatchTurn: dispatchTurn, makeEvent: makeEvent, lock: lock, stringify: stringify };
 })

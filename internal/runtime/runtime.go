@@ -1,8 +1,8 @@
 // Package runtime runs code-first bots: JavaScript in sandboxed goja
 // runtimes. It builds the bot-side event object, runs hooks, handlers and
 // actions within a time budget, and reports what the turn produced (states,
-// logs, a Problem) for the service to persist. It reaches the outside world
-// only through the Host interface, which the service implements.
+// logs, a Problem) for package turns to persist. It reaches the outside world
+// only through the Host interface, which package turns implements.
 //
 // One Engine serves every bot. Compiled programs are cached per version and
 // runtimes are pooled per (bot, version): a runtime is never shared between
@@ -31,13 +31,14 @@ type Options struct {
 	InitTimeout       time.Duration // budget of the code's top level, run once per runtime [1s]
 	MaxVersions       int           // compiled versions and runtime pools kept [256]
 	MaxIdlePerVersion int           // idle runtimes kept per (bot, version) [GOMAXPROCS, at most 8]
-	MaxPayloadBytes   int           // JSON size of one outgoing payload, metadata or event [1 MB, SPEC Runtime limit]
+	MaxPayloadBytes   int           // JSON size of one outgoing payload, metadata or event [1 MB, the Runtime interface limit]
 	MaxStateBytes     int           // JSON size of each state object [64 KB]
 	MaxLogLines       int           // log lines kept per turn [100]
 	MaxLogLineBytes   int           // bytes of one log line [4 KB]
 	MaxHostCalls      int           // client.* calls per turn [1000]
 	MaxCallStackSize  int           // JS call depth [1024]
-	MaxStringLength   int           // result of one repeat/padStart/padEnd/join/fill [16 Mi]
+	MaxStringLength   int           // characters of a string one built-in call produces (repeat, pad, join, concat, JSON.stringify) [16 Mi]
+	MaxArrayLength    int           // elements of an array one built-in call creates or loops over [4 Mi: 64 MiB of values]
 	// MaxHeapBytes is the Go live heap (runtime/metrics /gc/heap/live:bytes)
 	// above which the memory watchdog interrupts the oldest running turn of
 	// this engine [1 GiB]; negative disables the watchdog.
@@ -67,6 +68,7 @@ func (o Options) withDefaults() Options {
 	def(&o.MaxHostCalls, 1000)
 	def(&o.MaxCallStackSize, 1024)
 	def(&o.MaxStringLength, 16<<20)
+	def(&o.MaxArrayLength, 4<<20)
 	if o.MaxHeapBytes == 0 {
 		o.MaxHeapBytes = 1 << 30
 	}
@@ -228,12 +230,13 @@ func (pl *pool) put(in *instance) {
 type interruption struct {
 	problem *Problem
 	err     error
+	where   bool // the description gets the position in the bot's code
 }
 
 var (
 	errDeadline = &interruption{problem: &Problem{Code: ProblemTimeout, Title: "Execution time limit exceeded"}}
 	errMemory   = &interruption{problem: &Problem{Code: ProblemMemory, Title: "Memory limit exceeded",
-		Description: "the server's heap passed its limit while this turn was the oldest one running; it was stopped"}}
+		Description: "the server's heap passed its limit while this turn was the oldest one running; it was stopped"}, where: true}
 )
 
 // stuckGrace is how long RunTurn waits, after the budget, for a turn stuck

@@ -532,9 +532,20 @@ const std = Object.getOwnPropertyNames(globalThis).filter(n => n !== 'bot' && n 
 
 func TestSizeGuards(t *testing.T) {
 	e := New(Options{})
+	// Sizes: the turn ends (memory_limit), whatever try says.
 	for _, expr := range []string{`'x'.repeat(1e9)`, `'x'.padStart(1e9)`, `new Array(1e9)`, `Array(1e9)`, `Array.from({length: 1e9})`,
 		`[].concat.call({length: 1e9})`, `Array.prototype.join.call({length: 1e9}, 'x')`, `new ArrayBuffer(1e10)`, `new Float64Array(1e8)`,
-		`new Uint8Array({length: 1e9})`, `Math.max.apply(null, {length: 1e9})`, `Reflect.apply(Math.max, null, {length: 1e9})`,
+		`new Uint8Array({length: 1e9})`} {
+		t.Run(expr, func(t *testing.T) {
+			start := time.Now()
+			res, _ := run(t, e, `bot.on.message('*', () => { try { `+expr+`; console.log('allowed') } catch (e) { console.log(e.name) } })`, textEvent("x"))
+			if problem(res) != ProblemMemory || !strings.Contains(res.Problem.Description, "sandbox limit") || len(res.Logs) != 1 || time.Since(start) > time.Second {
+				t.Errorf("got %q %v in %s", messages(res), res.Problem, time.Since(start))
+			}
+		})
+	}
+	// Argument counts and nesting: a RangeError, as JS engines throw.
+	for _, expr := range []string{`Math.max.apply(null, {length: 1e9})`, `Reflect.apply(Math.max, null, {length: 1e9})`,
 		`(() => { let o = {}; for (let i = 0; i < 5000; i++) o = {a: o}; return JSON.stringify(o) })()`} {
 		t.Run(expr, func(t *testing.T) {
 			start := time.Now()
@@ -843,6 +854,24 @@ func TestStringifyDepthGuard(t *testing.T) {
 	res, _ := run(t, e, code, textEvent("x"))
 	want := []string{"flat ok", "wide ok", "deep RangeError", "deep array RangeError", "deep under a date RangeError",
 		"deep under a proxy RangeError", "at the limit ok", "cycle RangeError", "getter reads 2"}
+	if got := messages(res); !slices.Equal(got, want) || res.Problem != nil {
+		t.Errorf("logs %q, want %q (problem %v)", got, want, res.Problem)
+	}
+}
+
+// TestClientRuntimeOperations: the Runtime API operations of
+// ClientOperations go to Host.Call with their input; host errors reject.
+func TestClientRuntimeOperations(t *testing.T) {
+	e := New(Options{})
+	code := `bot.on.message('*', async ({client}) => {
+  const r = await client.setState({type: 'user', id: 'u1', name: 'n', payload: {a: 1}})
+  console.log(r.op, r.input.name, r.input.payload.a)
+  console.log((await client.updateConversation({id: 'c', tags: {k: 'v'}})).input.tags.k)
+  try { await client.getState({type: 'user', id: 'u1', name: 'missing'}) } catch (e) { console.log(e.type) }
+  console.log(typeof client.captureObservation, Object.isFrozen(client))
+})`
+	res, _ := run(t, e, code, textEvent("x"))
+	want := []string{"setState n 1", "v", "ResourceNotFound", "undefined true"}
 	if got := messages(res); !slices.Equal(got, want) || res.Problem != nil {
 		t.Errorf("logs %q, want %q (problem %v)", got, want, res.Problem)
 	}

@@ -2,72 +2,54 @@ package store
 
 import (
 	"context"
-	"time"
-)
 
-// File is a file uploaded to a bot (the Files API object the webchat uses):
-// its record, whatever holds its bytes. Status is "upload_pending" until
-// the bytes are stored, then "upload_completed" (or "upload_failed").
-type File struct {
-	BotID          string
-	ID             string
-	Key            string
-	Size           int64 // declared size, then the stored size
-	ContentType    string
-	Tags           map[string]string
-	AccessPolicies []string
-	Index          bool
-	Status         string
-	FailedReason   string
-	ConversationID string
-	UserID         string
-	ExpiresAt      time.Time // zero: never
-	CreatedAt      time.Time
-	UpdatedAt      time.Time
-}
-
-// File statuses.
-const (
-	FileUploadPending   = "upload_pending"
-	FileUploadCompleted = "upload_completed"
-	FileUploadFailed    = "upload_failed"
+	"github.com/parley-bots/parley/internal/model"
 )
 
 // Files stores file records and, for stores that keep file contents in the
 // database (PostgreSQL), their bytes. Every method is scoped by bot id.
 type Files interface {
-	CreateFile(ctx context.Context, f *File) error
-	GetFile(ctx context.Context, botID, id string) (*File, error)
-	UpdateFile(ctx context.Context, f *File) error
+	CreateFile(ctx context.Context, f *model.File) error
+	GetFile(ctx context.Context, botID, id string) (*model.File, error)
+	UpdateFile(ctx context.Context, f *model.File) error
+	// CompleteUpload stores f (size, status, ...) only if the stored file
+	// is still upload_pending, and reports whether it did.
+	CompleteUpload(ctx context.Context, f *model.File) (bool, error)
 	DeleteFile(ctx context.Context, botID, id string) error
+
+	// ListFiles returns a bot's files, newest first (the Files API filters,
+	// sorts and pages them).
+	ListFiles(ctx context.Context, botID string) ([]*model.File, error)
+	// FileByKey returns the bot's newest file with this key.
+	FileByKey(ctx context.Context, botID, key string) (*model.File, error)
+	// FilesToIndex returns files (every bot's) whose status is
+	// indexing_pending, oldest first, at most limit.
+	FilesToIndex(ctx context.Context, limit int) ([]*model.File, error)
+
+	// SetPassages replaces a file's passages (and their full-text index).
+	SetPassages(ctx context.Context, botID, fileID string, ps []*model.Passage) error
+	// ListPassages returns a file's passages from position after+1 on.
+	ListPassages(ctx context.Context, botID, fileID string, after, limit int) ([]*model.Passage, error)
+	// SearchPassages ranks the bot's passages whose terms match any of
+	// terms (BM25 on SQLite, ts_rank on PostgreSQL), best first, Score
+	// higher for better.
+	SearchPassages(ctx context.Context, botID string, terms []string, limit int) ([]*model.Passage, error)
+
+	CreateKnowledgeBase(ctx context.Context, kb *model.KnowledgeBase) error
+	GetKnowledgeBase(ctx context.Context, botID, id string) (*model.KnowledgeBase, error)
+	UpdateKnowledgeBase(ctx context.Context, kb *model.KnowledgeBase) error
+	DeleteKnowledgeBase(ctx context.Context, botID, id string) error
+	ListKnowledgeBases(ctx context.Context, botID string) ([]*model.KnowledgeBase, error)
 
 	PutBlob(ctx context.Context, botID, id string, data []byte) error
 	GetBlob(ctx context.Context, botID, id string) ([]byte, error)
 	DeleteBlob(ctx context.Context, botID, id string) error
 }
 
-// Feedback is a user's thumbs up or down on a message.
-type Feedback struct {
-	BotID     string
-	MessageID string
-	UserID    string
-	Value     string // "positive" or "negative"
-	Comment   string
-	UpdatedAt time.Time
-}
-
-// FeedbackStore keeps message feedback.
-type FeedbackStore interface {
-	PutFeedback(ctx context.Context, f *Feedback) error
+// Feedback keeps users' feedback on messages.
+type Feedback interface {
+	PutFeedback(ctx context.Context, f *model.Feedback) error
 	DeleteFeedback(ctx context.Context, botID, messageID, userID string) error
 	// FeedbackFor returns the feedback userID gave on these messages.
-	FeedbackFor(ctx context.Context, botID, userID string, messageIDs []string) ([]*Feedback, error)
-}
-
-// FilesProvider is implemented by stores that offer Files and
-// FeedbackStore (both SQL stores do); the service finds them by type
-// assertion, so the Store interface stays as it is.
-type FilesProvider interface {
-	Files() Files
-	Feedback() FeedbackStore
+	FeedbackFor(ctx context.Context, botID, userID string, messageIDs []string) ([]*model.Feedback, error)
 }

@@ -3,13 +3,15 @@
 // and postgres packages opening it; storetest is their conformance suite.
 //
 // Stores are dumb: they keep and find data. Authorization and business
-// rules live in the service package. Every method returns model errors:
+// rules live in the use-case packages (docs/architecture.md). Every method returns model errors:
 // model.NotFound for a missing row, model.Conflict for a duplicate key.
 package store
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
+	"errors"
 	"time"
 
 	"github.com/parley-bots/parley/internal/model"
@@ -30,6 +32,18 @@ type Store interface {
 	Leases() Leases
 	// DialogTimeouts is in timeouts.go.
 	DialogTimeouts() DialogTimeouts
+	// Deliveries is in deliveries.go.
+	Deliveries() Deliveries
+	// Files and Feedback are in files.go.
+	Files() Files
+	Feedback() Feedback
+	// RuntimeStates, Workflows, Tasks and Analytics are in runtime.go.
+	RuntimeStates() RuntimeStates
+	Workflows() Workflows
+	Tasks() Tasks
+	Analytics() Analytics
+	// Tables is in tables.go.
+	Tables() Tables
 
 	// InTx runs fn in one transaction: everything fn does through tx commits
 	// together or not at all. Nested calls join the outer transaction.
@@ -45,6 +59,12 @@ type DB interface {
 	// Migrated returns an error unless every migration of this binary is
 	// applied (for readiness checks).
 	Migrated(ctx context.Context) error
+	// NewCommitter returns the engine's way of committing the chat
+	// pipeline's writes (commit.go): batched on SQLite, one transaction
+	// each on PostgreSQL. after runs once per committed write.
+	NewCommitter(after AfterCommit) Committer
+	// Stats reports the connection pool (for metrics).
+	Stats() sql.DBStats
 	Close() error
 }
 
@@ -86,6 +106,8 @@ type Workspaces interface {
 	// newest first; handle filters when not empty.
 	ListForAccount(ctx context.Context, accountID, handle string, p Page) ([]*model.Workspace, string, error)
 	GetByHandle(ctx context.Context, handle string) (*model.Workspace, error)
+	// ListPublic lists the workspaces marked public, newest first.
+	ListPublic(ctx context.Context, p Page) ([]*model.Workspace, string, error)
 }
 
 // Members stores workspace memberships; DisplayName and ProfilePicture are
@@ -204,6 +226,11 @@ type Chat interface {
 	// SignalsAfter returns the conversation's signals with Seq > after, in
 	// order, at most limit of them.
 	SignalsAfter(ctx context.Context, botID, conversationID string, after int64, limit int) ([]*model.Signal, error)
+	// RedactMessageSignal rewrites the message_created signal of a
+	// deleted message in the log with typ and data (its deletion), keeping
+	// its seq: a replay never resurrects deleted content. No signal is not
+	// an error.
+	RedactMessageSignal(ctx context.Context, botID, conversationID, messageID, typ string, data json.RawMessage) error
 
 	// EnqueueTurn stores an incoming bot event to be run.
 	EnqueueTurn(ctx context.Context, t *model.Turn) error
@@ -217,8 +244,16 @@ type Chat interface {
 	// PendingConversations lists conversations with pending turns, at most
 	// limit of them (for start-up recovery).
 	PendingConversations(ctx context.Context, limit int) ([]model.ConversationRef, error)
+	// UnleasedPendingConversations is PendingConversations without the
+	// conversations whose lease (named leasePrefix+botID+":"+conversationID)
+	// is held and unexpired: what a node sweeping for a dead node's work
+	// should try (the others are running elsewhere).
+	UnleasedPendingConversations(ctx context.Context, leasePrefix string, limit int) ([]model.ConversationRef, error)
 	// CompleteTurn removes a turn once it has run.
 	CompleteTurn(ctx context.Context, botID, conversationID string, seq int64) error
+
+	// RuntimeChat is in runtime.go.
+	RuntimeChat
 }
 
 // PendingTurn is a pending turn with what it refers to: Message for a
@@ -246,9 +281,51 @@ type States interface {
 
 // Leases are named, expiring locks shared by every process on the same
 // database; they keep a conversation's turns on one process at a time.
+//
+// Each lease has an epoch that grows by one whenever the lease passes to a
+// holder after it expired or was released (never on a renewal). A holder
+// that took epoch e commits work done under the lease with a Fence{name,
+// holder, e} checked in the same transaction (Check): once another holder
+// took the lease over, the check fails with ErrFenced and the transaction
+// commits nothing.
 type Leases interface {
 	// Acquire takes or renews the lease for holder until now+ttl. It returns
 	// false when another holder has an unexpired lease.
 	Acquire(ctx context.Context, name, holder string, ttl time.Duration) (bool, error)
+	// Take is Acquire that also reports the epoch taken and, on a takeover
+	// of an expired lease of another holder, whom it was taken from.
+	Take(ctx context.Context, name, holder string, ttl time.Duration) (Lease, bool, error)
+	// Renew extends holder's lease taken at epoch until now+ttl; false when
+	// it was taken over (or released) meanwhile. One UPDATE.
+	Renew(ctx context.Context, name, holder string, epoch int64, ttl time.Duration) (bool, error)
+	// Release ends holder's lease at once (no-op unless holder holds it);
+	// the next Take starts a new epoch.
 	Release(ctx context.Context, name, holder string) error
+	// Check, inside a transaction, fails with ErrFenced unless f's holder
+	// still holds the lease at f's epoch, and locks the lease row until
+	// the transaction ends, so that a takeover waits for it.
+	Check(ctx context.Context, f Fence) error
 }
+
+// Lease is what Leases.Take took.
+type Lease struct {
+	Epoch int64
+	// From is the other holder whose expired lease was taken over, and
+	// FromExpired when it expired; empty when the lease was free, released
+	// or already ours.
+	From        string
+	FromExpired time.Time
+	// Holder is the current holder when Take was refused.
+	Holder string
+}
+
+// Fence names a lease at an epoch: a write carrying it commits only while
+// its holder still holds that lease at that epoch.
+type Fence struct {
+	Name   string
+	Holder string
+	Epoch  int64
+}
+
+// ErrFenced is Check's error: the lease was taken over by another holder.
+var ErrFenced = errors.New("lease taken over by another node: write fenced off")

@@ -20,11 +20,15 @@ func webDir() string {
 	return filepath.Join(filepath.Dir(file), "..", "..", "web")
 }
 
+// sources are the files and folders of web/ that a build reads; the same
+// list as `roots` in web/scripts/stamp.mjs.
+var sources = []string{"package.json", "package-lock.json", "tsconfig.json", "tsconfig.node.json", "eslint.config.js", "vite.config.ts", "vite.embed.config.ts", "index.html", "chat.html", "scripts", "src", "public"}
+
 // sourceHash is web/scripts/stamp.mjs's hash of the front-end sources.
 func sourceHash(t *testing.T, root string) string {
 	t.Helper()
 	var files []string
-	for _, r := range []string{"package.json", "package-lock.json", "vite.config.ts", "vite.embed.config.ts", "index.html", "chat.html", "scripts", "src", "public"} {
+	for _, r := range sources {
 		err := filepath.WalkDir(filepath.Join(root, r), func(p string, d fs.DirEntry, err error) error {
 			if err != nil || d.IsDir() {
 				return err
@@ -85,7 +89,7 @@ func TestEmbeddedBuildReproduces(t *testing.T) {
 	}
 	tmp := t.TempDir()
 	src := webDir()
-	for _, name := range []string{"package.json", "package-lock.json", "vite.config.ts", "vite.embed.config.ts", "index.html", "chat.html", "scripts", "src", "public"} {
+	for _, name := range sources {
 		if err := os.CopyFS(filepath.Join(tmp, name), os.DirFS(filepath.Join(src, name))); err != nil {
 			// os.CopyFS copies directories; files are copied by hand.
 			data, rerr := os.ReadFile(filepath.Join(src, name))

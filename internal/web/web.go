@@ -12,34 +12,34 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/parley-bots/parley/internal/conversations"
 	"github.com/parley-bots/parley/internal/httpapi/httpx"
 	"github.com/parley-bots/parley/internal/model"
-	"github.com/parley-bots/parley/internal/service"
 	webdist "github.com/parley-bots/parley/web"
 )
 
 type handler struct {
-	svc    *service.Service
-	dist   fs.FS
-	index  []byte // dashboard page with <base>
-	chat   []byte // chat page template with <base>
-	base   string // path of the public URL, ending in "/"
-	assets http.Handler
+	webchat *conversations.Webchat
+	dist    fs.FS
+	index   []byte // dashboard page with <base>
+	chat    []byte // chat page template with <base>
+	base    string // path of the public URL, ending in "/"
+	assets  http.Handler
 }
 
 // NewHandler returns the handler of the built-in pages; mount it on
 // "GET /{$}", "GET /assets/", "GET /w/{clientId}", "GET /webchat.js" and
 // "GET /favicon.svg" (Routes lists them).
-func NewHandler(svc *service.Service) (http.Handler, error) {
+func NewHandler(webchat *conversations.Webchat, publicURL string) (http.Handler, error) {
 	dist, err := fs.Sub(webdist.Dist, "dist")
 	if err != nil {
 		return nil, err
 	}
 	base := "/"
-	if u, err := url.Parse(svc.PublicURL()); err == nil && u.Path != "" {
+	if u, err := url.Parse(publicURL); err == nil && u.Path != "" {
 		base = strings.TrimRight(u.Path, "/") + "/"
 	}
-	h := &handler{svc: svc, dist: dist, base: base, assets: http.FileServerFS(dist)}
+	h := &handler{webchat: webchat, dist: dist, base: base, assets: http.FileServerFS(dist)}
 	if h.index, err = h.page("index.html"); err != nil {
 		return nil, err
 	}
@@ -104,7 +104,7 @@ func (h *handler) dashboard(w http.ResponseWriter, r *http.Request) {
 
 // chatPage serves a bot's hosted chat page with its configuration.
 func (h *handler) chatPage(w http.ResponseWriter, r *http.Request) {
-	cfg, err := h.svc.WebchatPageConfig(r.Context(), r.PathValue("clientId"))
+	cfg, err := h.webchat.PageConfig(r.Context(), r.PathValue("clientId"))
 	if err != nil {
 		status := httpx.Status(err)
 		if status >= 500 {

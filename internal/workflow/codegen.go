@@ -78,6 +78,9 @@ const driverJS = `(function () {
           var f = ctx.actions[req.name];
           if (typeof f !== 'function') throw new Error('unknown action ' + req.name);
           return await f(req.input);
+        case 'client':
+          if (req.name !== 'findTableRows' && req.name !== 'upsertTableRows') throw new Error('unknown client request ' + req.name);
+          return await ctx.client[req.name](req.input);
         case 'set':
           obj(req.scope)[req.name] = req.value;
           return null;

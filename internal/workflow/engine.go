@@ -131,7 +131,7 @@ type Input struct {
 	HasConversation bool
 }
 
-// Route picks the trigger that starts this turn, if any; the service puts
+// Route picks the trigger that starts this turn, if any; package turns puts
 // it in event.trigger. d is nil on a conversation's first turn.
 func (b *Bot) Route(d *Dialog, in Input) *Trigger {
 	if in.Kind == InputTimeout || in.Kind == InputSchedule {
@@ -171,7 +171,7 @@ func (b *Bot) Route(d *Dialog, in Input) *Trigger {
 }
 
 // Issue is a problem of the bot found while running a turn (a card threw,
-// a node repeated too often); the service records it as a bot issue.
+// a node repeated too often); package turns records it as a bot issue.
 type Issue struct {
 	Code        string
 	Title       string
@@ -748,6 +748,36 @@ func (r *run) card(c *Card) (stop bool, err error) {
 			if err := r.set(c.outputVar, out); err != nil {
 				return false, err
 			}
+		}
+	case CardTableRead:
+		filter, err := r.renderValue(orEmptyAny(c.Filter))
+		if err != nil {
+			return false, err
+		}
+		raw, err := r.req("client", "name", "findTableRows", "input", map[string]any{"table": c.Table, "filter": filter, "limit": 1})
+		if err != nil {
+			return false, err
+		}
+		var res struct{ Rows []any }
+		_ = json.Unmarshal(raw, &res)
+		var row any
+		if len(res.Rows) > 0 {
+			row = res.Rows[0]
+		}
+		if err := r.set(c.outputVar, row); err != nil {
+			return false, err
+		}
+	case CardTableWrite:
+		row, err := r.renderValue(orEmptyAny(c.Row))
+		if err != nil {
+			return false, err
+		}
+		in := map[string]any{"table": c.Table, "rows": []any{row}}
+		if c.KeyColumn != "" {
+			in["keyColumn"] = c.KeyColumn
+		}
+		if _, err := r.req("client", "name", "upsertTableRows", "input", in); err != nil {
+			return false, err
 		}
 	case CardExpression:
 		ok, err := r.truthy(c.Condition, nil)

@@ -200,3 +200,9 @@ func (h *LocalHost) GetUser(_ context.Context, id string) (map[string]any, error
 func (h *LocalHost) GetConversation(_ context.Context, id string) (map[string]any, error) {
 	return map[string]any{"id": id}, nil
 }
+
+// Call is not offered to local runs (workflow code does not use the
+// Runtime API's other operations).
+func (h *LocalHost) Call(_ context.Context, op string, _ map[string]any) (map[string]any, error) {
+	return nil, model.Errorf(model.ErrMethodNotFound, "client.%s is not available in a local run", op)
+}

@@ -7,7 +7,7 @@ import (
 	"github.com/parley-bots/parley/internal/runtime"
 )
 
-// TimeoutEventType is the event type of the turn the service queues when
+// TimeoutEventType is the event type of the turn package turns queues when
 // a dialog has been inactive for its timeout.
 const TimeoutEventType = "workflow:timeout"
 

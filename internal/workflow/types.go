@@ -5,7 +5,7 @@
 // turn deterministically (dialog stack, captures, transitions, variables)
 // and evaluates JavaScript through the runtime package's driven turns, so
 // workflow bots share the sandbox, event object, state, logs and issues of
-// code-first bots. The package never touches the store: the service loads
+// code-first bots. The package never touches the store: package turns loads
 // and persists the Dialog.
 package workflow
 
@@ -97,6 +97,11 @@ const (
 	CardTimeout    = "timeout"
 	CardCall       = "call"
 	CardEnd        = "end"
+	// CardTableRead reads the first row of a table matching filter into a
+	// variable (null when none); CardTableWrite upserts row by keyColumn
+	// (the table's when empty). Both use the Tables API's row operations.
+	CardTableRead  = "tableRead"
+	CardTableWrite = "tableWrite"
 )
 
 // Card is one step of a node. Which fields apply depends on Type (see the
@@ -128,8 +133,12 @@ type Card struct {
 	Cancel     []string          `json:"cancel,omitempty"`
 	OnCancel   string            `json:"onCancel,omitempty"`
 	SkipIfSet  bool              `json:"skipIfSet,omitempty"`
-	Minutes    float64           `json:"minutes,omitempty"`  // timeout
-	Workflow   string            `json:"workflow,omitempty"` // call
+	Minutes    float64           `json:"minutes,omitempty"`   // timeout
+	Workflow   string            `json:"workflow,omitempty"`  // call
+	Table      string            `json:"table,omitempty"`     // tableRead, tableWrite
+	Filter     map[string]any    `json:"filter,omitempty"`    // tableRead
+	Row        map[string]any    `json:"row,omitempty"`       // tableWrite
+	KeyColumn  string            `json:"keyColumn,omitempty"` // tableWrite
 	outputMap  map[string]string // call: output var of the callee → variable of the caller
 	outputVar  string            // action
 }

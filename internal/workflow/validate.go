@@ -377,6 +377,23 @@ func (b *Bot) checkCard(flow string, c *Card, ptr string, l *errList) {
 			_ = json.Unmarshal(c.Output, &c.outputVar)
 			b.checkVar(flow, c.outputVar, ptr+"/output", l)
 		}
+	case CardTableRead, CardTableWrite:
+		if c.Table == "" {
+			l.add(ptr+"/table", "a table name is required")
+		}
+		checkTemplates(orEmptyAny(c.Filter), ptr+"/filter", l)
+		checkTemplates(orEmptyAny(c.Row), ptr+"/row", l)
+		if c.Type == CardTableWrite && len(c.Row) == 0 {
+			l.add(ptr+"/row", "a row is required")
+		}
+		if c.Type == CardTableRead {
+			if len(c.Output) == 0 {
+				l.add(ptr+"/output", "an output variable is required")
+			} else {
+				_ = json.Unmarshal(c.Output, &c.outputVar)
+				b.checkVar(flow, c.outputVar, ptr+"/output", l)
+			}
+		}
 	case CardExpression:
 		checkJS(c.Condition, false, ptr+"/condition", l)
 		b.checkNode(flow, c.To, ptr+"/to", l)

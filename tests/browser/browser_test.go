@@ -27,8 +27,10 @@ import (
 	"time"
 
 	"github.com/parley-bots/parley/internal/app"
-	"github.com/parley-bots/parley/internal/service"
+	"github.com/parley-bots/parley/internal/conversations"
+	"github.com/parley-bots/parley/internal/model"
 	"github.com/parley-bots/parley/internal/testutil/testapp"
+	"github.com/parley-bots/parley/internal/turns"
 )
 
 func dir() string { return filepath.Join(testapp.RepoRoot(), "tests", "browser") }
@@ -98,13 +100,12 @@ func runScript(t *testing.T, script string, env map[string]string) string {
 }
 
 // server starts Parley on SQLite with the given bot behind every bot.
-func server(t *testing.T, bot service.Bot) *app.App {
+func server(t *testing.T, bot turns.Bot) *app.App {
 	t.Helper()
-	a := testapp.Start(t, testapp.Config(t, ""))
 	if bot != nil {
-		a.Service().SetBots(func(context.Context, string) (service.Bot, error) { return bot, nil })
+		return testapp.Start(t, testapp.Config(t, ""), app.WithBots(func(context.Context, string) (turns.Bot, error) { return bot, nil }))
 	}
-	return a
+	return testapp.Start(t, testapp.Config(t, ""))
 }
 
 // adminCall calls the Admin API with the bootstrap token.
@@ -165,15 +166,15 @@ func createBot(t *testing.T, a *app.App, name string) (botID, clientID string) {
 // per conversation, echoes, a choice menu, and a word for pictures.
 type demoBot struct{}
 
-func (demoBot) HandleTurn(ctx context.Context, in *service.TurnInput, out service.BotOutput) error {
+func (demoBot) HandleTurn(ctx context.Context, in *turns.TurnInput, out turns.BotOutput) error {
 	say := func(payload any) error {
 		b, _ := json.Marshal(payload)
-		_, err := out.CreateMessage(ctx, service.OutgoingMessage{Payload: b})
+		_, err := out.CreateMessage(ctx, turns.OutgoingMessage{Payload: b})
 		return err
 	}
 	text := func(s string) error { return say(map[string]string{"type": "text", "text": s}) }
 	if in.Message == nil {
-		if in.Event.Type == service.WebchatConversationStarted {
+		if in.Event.Type == model.WebchatConversationStarted {
 			return text("Welcome to the echo bot! Say something, or type **menu**.")
 		}
 		return nil
@@ -207,6 +208,20 @@ func TestChatPage(t *testing.T) {
 	a := server(t, demoBot{})
 	_, clientID := createBot(t, a, "Echo bot")
 	runScript(t, "chat.mjs", map[string]string{"BASE_URL": a.URL, "CLIENT_ID": clientID})
+}
+
+// TestFailedTurnShowsFallback runs a code bot that throws on the hosted
+// chat page: the person chatting sees the bot's fallback message.
+func TestFailedTurnShowsFallback(t *testing.T) {
+	chromium(t)
+	a := server(t, nil)
+	botID, clientID := createBot(t, a, "Fragile bot")
+	code := `bot.on.message('text', async ({ event, message, client }) => {
+  if (event.payload.text.includes('crash')) throw new Error('the bot crashed on purpose')
+  await client.createMessage({ conversationId: message.conversationId, payload: { type: 'text', text: 'ok: ' + event.payload.text } })
+})`
+	adminCall(t, a, "PUT", "/bots/"+botID, workspaceID(t, a), map[string]any{"code": code}, nil)
+	runScript(t, "fallback.mjs", map[string]string{"BASE_URL": a.URL, "CLIENT_ID": clientID, "FALLBACK": model.DefaultFallbackMessage})
 }
 
 // TestEmbedCrossOrigin pastes the embed snippet into a page served by
@@ -266,30 +281,30 @@ func requireRuntime(t *testing.T, a *app.App) {
 	adminCall(t, a, "POST", "/bots", ws, map[string]any{"name": "runtime probe", "code": code}, &res)
 	defer adminCall(t, a, "DELETE", "/bots/"+res.Bot.ID, ws, nil, nil)
 	ctx := context.Background()
-	svc := a.Service()
-	sc, err := svc.ChatScope(ctx, res.Bot.Integrations["chat"].WebhookID)
+	svc := a.Chat()
+	sc, err := svc.Scope(ctx, res.Bot.Integrations["chat"].WebhookID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, key, err := svc.ChatCreateUser(ctx, sc, service.ChatUserInput{})
+	_, key, err := svc.CreateUser(ctx, sc, conversations.UserInput{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := svc.ChatAuthenticate(sc, key)
+	c, err := svc.Authenticate(sc, key)
 	if err != nil {
 		t.Fatal(err)
 	}
-	conv, err := svc.ChatCreateConversation(ctx, c, nil)
+	conv, err := svc.CreateConversation(ctx, c, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := svc.ChatCreateMessage(ctx, c, service.ChatMessageInput{ConversationID: &conv.ID,
+	if _, err := svc.CreateMessage(ctx, c, conversations.MessageInput{ConversationID: &conv.ID,
 		Payload: json.RawMessage(`{"type":"text","text":"ping"}`)}); err != nil {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(5 * time.Second)
 	for time.Now().Before(deadline) {
-		ms, _, err := svc.ChatListMessages(ctx, c, conv.ID, "")
+		ms, _, err := svc.ListMessages(ctx, c, conv.ID, "")
 		if err != nil {
 			t.Fatal(err)
 		}

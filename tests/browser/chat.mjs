@@ -1,4 +1,4 @@
-// The hosted chat page of an echo bot (contracts/webchat-api.md §6): the
+// The hosted chat page of an echo bot (docs/webchat.md): the
 // welcome message, a message and its reply, a choice button, a reload that
 // keeps the history, an image upload, feedback; then a phone-sized view.
 import { BASE, run, shot, step, watch } from './lib.mjs'

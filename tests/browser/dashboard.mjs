@@ -31,6 +31,9 @@ await run('dashboard', async (browser) => {
   await page.getByLabel('New bot name').fill('Support bot')
   await page.getByRole('button', { name: 'Create bot' }).click()
   await page.getByRole('heading', { name: 'Support bot' }).waitFor({ timeout: T })
+  step('a new bot says "Deployed: never" and what to do')
+  await page.getByText('Deployed: never.').waitFor({ timeout: T })
+  await shot(page, 'dashboard-not-deployed.png')
 
   step('paste its code and deploy')
   const editor = page.getByLabel('Bot code')
@@ -38,6 +41,7 @@ await run('dashboard', async (browser) => {
   await editor.fill(code)
   await page.getByRole('button', { name: 'Deploy' }).click()
   await page.getByText('Deployed ✓').waitFor({ timeout: T })
+  await page.getByText('Deployed: never.').waitFor({ state: 'detached', timeout: T })
   await shot(page, 'dashboard-code.png')
 
   step('the overview shows the hosted page and the embed snippet')

@@ -1,6 +1,6 @@
 // Compatibility suite: drives a Parley Chat API with the real, unmodified
 // @botpress/chat 0.5.5 client. It ports every e2e test shipped in the
-// package (contract §7.2/§7.3) to plain node, plus Last-Event-ID replay
+// package  to plain node, plus Last-Event-ID replay
 // through the client's own `eventsource` dependency, and (when API_URL_2
 // names a second node on the same PostgreSQL database) cross-node fan-out.
 //
@@ -281,7 +281,7 @@ test('message: metadata', async () => {
   const client = await chat.Client.connect({ apiUrl })
   const { conversation } = await client.createConversation({})
   const conversationId = conversation.id
-  // Fired before the listener connects (contract §6.6).
+  // Fired before the listener connects (the client's documented behaviour).
   const sendPromise = client.createMessage({ conversationId, payload: { type: 'text', text: 'metadata' }, metadata })
   const listener = await client.listenConversation({ id: conversationId })
   const self = new Promise((resolve) => listener.on('message_created', (m) => m.userId === client.user.id && resolve(m)))
@@ -452,6 +452,24 @@ const openStream = (base, conversationId, key, lastEventId) =>
       reject(new AssertionError(`eventsource error ${e?.status ?? ''} ${e?.message ?? ''}`))
     }
   })
+
+// Node's global agent (keep-alive since Node 19) drops a reused socket idle
+// for 5 s: the client listens on a socket its earlier requests used, so the
+// server must keep the stream busy (the hub's comment heartbeat).
+test('listen: an idle listener stays connected', async () => {
+  const client = await chat.Client.connect({ apiUrl })
+  const { conversation } = await client.createConversation({})
+  const listener = await client.listenConversation({ id: conversation.id })
+  let failed = null
+  listener.on('error', (e) => { failed = e })
+  await new Promise((r) => setTimeout(r, 7000))
+  if (failed) throw new Error(`the listener was dropped while idle: ${failed?.message || failed}`)
+  const got = new Promise((resolve) => listener.on('message_created', resolve))
+  await client.createMessage({ conversationId: conversation.id, payload: { type: 'text', text: 'still there?' } })
+  const m = await Promise.race([got, new Promise((_, rej) => setTimeout(() => rej(new Error('no signal after idling')), 5000))])
+  if (m.payload.text !== 'still there?') throw new Error(`unexpected message ${JSON.stringify(m)}`)
+  await listener.disconnect()
+})
 
 test('listen: Last-Event-ID replay after a dropped connection', async () => {
   const client = await chat.Client.connect({ apiUrl })

@@ -142,23 +142,29 @@ await scenario('hooks: change, drop, stop, order', async () => {
   s.listener.disconnect()
 })
 
-await scenario('sandbox: loop, throw and reject end the turn; issues and logs; no escape', async () => {
+await scenario('sandbox: loop, throw and reject end the turn with the fallback message; issues and logs; no escape', async () => {
+  const admin = new Client({ apiUrl: env('ADMIN_URL'), token: env('TOKEN'), workspaceId: env('WORKSPACE_ID') })
+  const id = env('SANDBOX_BOT_ID')
+  const fallback = 'Oops, the sandbox bot failed.'
+  await admin.updateBot({ id, integrations: { chat: { enabled: true, configuration: { fallbackMessage: fallback } } } })
   const s = await session(env('SANDBOX_URL'))
   const started = Date.now()
   await s.client.createMessage({ conversationId: s.conversation.id, payload: { type: 'text', text: 'loop' } })
+  assert.equal((await s.nextReply()).payload.text, fallback, 'the failed turn is answered with the fallback message')
   const { reply } = await s.say({ type: 'text', text: 'after the loop' })
   assert.equal(reply.payload.text, 'ok: after the loop')
   const elapsed = Date.now() - started
   assert.ok(elapsed < 1000 + 2000, `the loop was stopped within its 1 s budget (took ${elapsed} ms end to end)`)
+  const twoMore = s.replies.length + 2
   await s.client.createMessage({ conversationId: s.conversation.id, payload: { type: 'text', text: 'throw' } })
   await s.client.createMessage({ conversationId: s.conversation.id, payload: { type: 'text', text: 'reject' } })
+  await s.nextReply(twoMore)
+  assert.deepEqual(s.replies.slice(-2).map((m) => m.payload.text), [fallback, fallback], 'throw and reject get the fallback')
   assert.equal((await s.say({ type: 'text', text: 'count' })).reply.payload.text, 'count=1')
   assert.equal((await s.say({ type: 'text', text: 'count' })).reply.payload.text, 'count=2', 'state persisted between turns')
   const escape = (await s.say({ type: 'text', text: 'escape' })).reply.payload.text
   assert.equal(escape, 'require:undefined process:undefined fetch:undefined setTimeout:undefined XMLHttpRequest:undefined module:undefined Buffer:undefined')
 
-  const admin = new Client({ apiUrl: env('ADMIN_URL'), token: env('TOKEN'), workspaceId: env('WORKSPACE_ID') })
-  const id = env('SANDBOX_BOT_ID')
   const issues = await admin.list.botIssues({ id }).collect()
   const timeout = issues.find((i) => i.code === 'timeout')
   assert.ok(timeout, `a timeout issue (issues: ${issues.map((i) => i.code)})`)

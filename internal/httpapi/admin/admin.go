@@ -9,32 +9,47 @@ import (
 	"strings"
 	"time"
 
+	"github.com/parley-bots/parley/internal/administration"
 	"github.com/parley-bots/parley/internal/httpapi/httpx"
 	"github.com/parley-bots/parley/internal/model"
-	"github.com/parley-bots/parley/internal/service"
 	"github.com/parley-bots/parley/internal/store"
 )
 
-// BodyLimit is the SPEC's Administration payload limit.
+// BodyLimit is the Administration interface's payload limit (docs/architecture.md, Limits).
 const BodyLimit = 50 << 20
+
+// Deps are the use cases the Admin API is served by.
+type Deps struct {
+	Accounts   *administration.Accounts
+	Workspaces *administration.Workspaces
+	Members    *administration.Members
+	Bots       *administration.Bots
+	// PublicURL is the base of the URLs shown in responses (webhook URLs).
+	PublicURL string
+}
 
 // Handler serves the Admin API.
 type Handler struct {
-	svc *service.Service
-	mux *http.ServeMux
+	accounts   *administration.Accounts
+	workspaces *administration.Workspaces
+	members    *administration.Members
+	bots       *administration.Bots
+	publicURL  string
+	mux        *httpx.Mux
 }
 
 // NewHandler returns the Admin API handler; it expects full paths
 // (/v1/admin/...).
-func NewHandler(svc *service.Service) http.Handler {
-	h := &Handler{svc: svc, mux: http.NewServeMux()}
+func NewHandler(d Deps) http.Handler {
+	h := &Handler{accounts: d.Accounts, workspaces: d.Workspaces, members: d.Members, bots: d.Bots,
+		publicURL: strings.TrimRight(d.PublicURL, "/"), mux: httpx.NewMux()}
 	h.routes()
 	return httpx.CORS(httpx.LimitBody(BodyLimit, h.mux))
 }
 
 type (
-	accountHandler   func(w http.ResponseWriter, r *http.Request, p *service.Principal) error
-	workspaceHandler func(w http.ResponseWriter, r *http.Request, c *service.Caller) error
+	accountHandler   func(w http.ResponseWriter, r *http.Request, p *administration.Principal) error
+	workspaceHandler func(w http.ResponseWriter, r *http.Request, c *administration.Caller) error
 )
 
 func (h *Handler) routes() {
@@ -49,6 +64,9 @@ func (h *Handler) routes() {
 	m.Handle("GET "+p+"/workspaces", h.account(h.listWorkspaces))
 	m.Handle("POST "+p+"/workspaces", h.account(h.createWorkspace))
 	m.Handle("GET "+p+"/workspaces/{id}", h.account(h.getWorkspace))
+	m.Handle("GET "+p+"/workspaces/public", h.account(h.listPublicWorkspaces))
+	m.Handle("GET "+p+"/workspaces/{id}/public", h.account(h.getPublicWorkspace))
+	m.Handle("PUT "+p+"/workspaces/handle-availability", h.account(h.checkHandleAvailability))
 	m.Handle("PUT "+p+"/workspaces/{id}", h.account(h.updateWorkspace))
 	m.Handle("DELETE "+p+"/workspaces/{id}", h.account(h.deleteWorkspace))
 	m.Handle("GET "+p+"/workspaces/{id}/audit-records", h.account(h.auditRecords))
@@ -76,27 +94,29 @@ func (h *Handler) routes() {
 	m.Handle("GET "+p+"/bots/baks", h.workspace(h.listBotKeys))
 	m.Handle("POST "+p+"/bots/baks", h.workspace(h.createBotKey))
 	m.Handle("DELETE "+p+"/bots/baks/{id}", h.workspace(h.deleteBotKey))
+	// Parley's own operations for the dashboard (docs/dashboard.md).
+	m.Handle("GET "+p+"/bots/{id}/conversations", h.workspace(h.listBotConversations))
+	m.Handle("GET "+p+"/bots/{id}/conversations/{conversationId}/messages", h.workspace(h.listConversationMessages))
 	m.Handle("POST "+p+"/introspect", h.account(h.introspect))
+	h.hostedRoutes()
 	m.HandleFunc(p+"/", httpx.NoRoute)
 }
 
 // account authenticates the bearer token.
-func (h *Handler) account(fn accountHandler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		p, err := h.svc.Authenticate(r.Context(), httpx.BearerToken(r))
-		if err == nil {
-			err = fn(w, r, p)
-		}
+func (h *Handler) account(fn accountHandler) httpx.Handler {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		p, err := h.accounts.Authenticate(r.Context(), httpx.BearerToken(r))
 		if err != nil {
-			httpx.WriteError(w, r, err)
+			return err
 		}
-	})
+		return fn(w, r, p)
+	}
 }
 
 // workspace authenticates and resolves the x-workspace-id header.
-func (h *Handler) workspace(fn workspaceHandler) http.Handler {
-	return h.account(func(w http.ResponseWriter, r *http.Request, p *service.Principal) error {
-		c, err := h.svc.InWorkspace(r.Context(), p, r.Header.Get("x-workspace-id"))
+func (h *Handler) workspace(fn workspaceHandler) httpx.Handler {
+	return h.account(func(w http.ResponseWriter, r *http.Request, p *administration.Principal) error {
+		c, err := h.accounts.InWorkspace(r.Context(), p, r.Header.Get("x-workspace-id"))
 		if err != nil {
 			return err
 		}
@@ -104,10 +124,7 @@ func (h *Handler) workspace(fn workspaceHandler) http.Handler {
 	})
 }
 
-func ok(w http.ResponseWriter, v any) error {
-	httpx.WriteJSON(w, http.StatusOK, v)
-	return nil
-}
+func ok(w http.ResponseWriter, v any) error { return httpx.JSON(w, http.StatusOK, v) }
 
 // meta renders pagination: nextToken only when there is a next page.
 func meta(next string) map[string]any {
@@ -144,11 +161,11 @@ func dotted(q url.Values, prefix string) map[string]string {
 
 // --- account ---
 
-func (h *Handler) getAccount(w http.ResponseWriter, r *http.Request, p *service.Principal) error {
+func (h *Handler) getAccount(w http.ResponseWriter, r *http.Request, p *administration.Principal) error {
 	return ok(w, map[string]any{"account": renderAccount(p.Account)})
 }
 
-func (h *Handler) updateAccount(w http.ResponseWriter, r *http.Request, p *service.Principal) error {
+func (h *Handler) updateAccount(w http.ResponseWriter, r *http.Request, p *administration.Principal) error {
 	var in struct {
 		DisplayName    *string `json:"displayName"`
 		ProfilePicture *string `json:"profilePicture"`
@@ -157,22 +174,22 @@ func (h *Handler) updateAccount(w http.ResponseWriter, r *http.Request, p *servi
 	if err := httpx.Decode(r, &in, true); err != nil {
 		return err
 	}
-	a, err := h.svc.UpdateAccount(r.Context(), p, service.AccountPatch{DisplayName: in.DisplayName, ProfilePicture: in.ProfilePicture})
+	a, err := h.accounts.UpdateAccount(r.Context(), p, administration.AccountPatch{DisplayName: in.DisplayName, ProfilePicture: in.ProfilePicture})
 	if err != nil {
 		return err
 	}
 	return ok(w, map[string]any{"account": renderAccount(a)})
 }
 
-func (h *Handler) listPATs(w http.ResponseWriter, r *http.Request, p *service.Principal) error {
-	ts, err := h.svc.ListPATs(r.Context(), p)
+func (h *Handler) listPATs(w http.ResponseWriter, r *http.Request, p *administration.Principal) error {
+	ts, err := h.accounts.ListPATs(r.Context(), p)
 	if err != nil {
 		return err
 	}
 	return ok(w, map[string]any{"pats": renderTokens(ts)})
 }
 
-func (h *Handler) createPAT(w http.ResponseWriter, r *http.Request, p *service.Principal) error {
+func (h *Handler) createPAT(w http.ResponseWriter, r *http.Request, p *administration.Principal) error {
 	var in struct {
 		Note *string `json:"note"`
 	}
@@ -182,45 +199,42 @@ func (h *Handler) createPAT(w http.ResponseWriter, r *http.Request, p *service.P
 	if in.Note == nil {
 		return model.Invalid("note: required")
 	}
-	t, secret, err := h.svc.CreatePAT(r.Context(), p, *in.Note)
+	t, secret, err := h.accounts.CreatePAT(r.Context(), p, *in.Note)
 	if err != nil {
 		return err
 	}
 	return ok(w, map[string]any{"pat": renderToken(t, secret)})
 }
 
-func (h *Handler) deletePAT(w http.ResponseWriter, r *http.Request, p *service.Principal) error {
-	if err := h.svc.DeletePAT(r.Context(), p, r.PathValue("id")); err != nil {
+func (h *Handler) deletePAT(w http.ResponseWriter, r *http.Request, p *administration.Principal) error {
+	if err := h.accounts.DeletePAT(r.Context(), p, r.PathValue("id")); err != nil {
 		return err
 	}
 	return ok(w, httpx.Empty)
 }
 
-func (h *Handler) introspect(w http.ResponseWriter, r *http.Request, p *service.Principal) error {
+func (h *Handler) introspect(w http.ResponseWriter, r *http.Request, p *administration.Principal) error {
 	var in struct {
 		BotID string `json:"botId"`
 	}
 	if err := httpx.Decode(r, &in, true); err != nil {
 		return err
 	}
-	b, err := h.svc.Store().Bots().GetByID(r.Context(), in.BotID)
+	b, err := h.accounts.Introspect(r.Context(), p, in.BotID)
 	if err != nil {
 		return err
-	}
-	if _, err := h.svc.InWorkspace(r.Context(), p, b.WorkspaceID); err != nil {
-		return model.NotFound("bot")
 	}
 	return ok(w, map[string]any{"workspaceId": b.WorkspaceID, "botId": b.ID, "userId": p.Account.ID})
 }
 
 // --- workspaces ---
 
-func (h *Handler) listWorkspaces(w http.ResponseWriter, r *http.Request, p *service.Principal) error {
+func (h *Handler) listWorkspaces(w http.ResponseWriter, r *http.Request, p *administration.Principal) error {
 	pg, err := page(r)
 	if err != nil {
 		return err
 	}
-	ws, next, err := h.svc.ListWorkspaces(r.Context(), p, r.URL.Query().Get("handle"), pg)
+	ws, next, err := h.workspaces.List(r.Context(), p, r.URL.Query().Get("handle"), pg)
 	if err != nil {
 		return err
 	}
@@ -231,7 +245,7 @@ func (h *Handler) listWorkspaces(w http.ResponseWriter, r *http.Request, p *serv
 	return ok(w, map[string]any{"workspaces": out, "meta": meta(next)})
 }
 
-func (h *Handler) createWorkspace(w http.ResponseWriter, r *http.Request, p *service.Principal) error {
+func (h *Handler) createWorkspace(w http.ResponseWriter, r *http.Request, p *administration.Principal) error {
 	var in struct {
 		Name           *string `json:"name"`
 		BillingVersion *string `json:"billingVersion"`
@@ -245,46 +259,46 @@ func (h *Handler) createWorkspace(w http.ResponseWriter, r *http.Request, p *ser
 	if in.BillingVersion != nil && *in.BillingVersion != "v4" {
 		return model.Invalid("billingVersion: only \"v4\" is accepted")
 	}
-	ws, err := h.svc.CreateWorkspace(r.Context(), p, *in.Name)
+	ws, err := h.workspaces.Create(r.Context(), p, *in.Name)
 	if err != nil {
 		return err
 	}
 	return ok(w, renderWorkspace(ws))
 }
 
-func (h *Handler) getWorkspace(w http.ResponseWriter, r *http.Request, p *service.Principal) error {
-	ws, err := h.svc.GetWorkspace(r.Context(), p, r.PathValue("id"))
+func (h *Handler) getWorkspace(w http.ResponseWriter, r *http.Request, p *administration.Principal) error {
+	ws, err := h.workspaces.Get(r.Context(), p, r.PathValue("id"))
 	if err != nil {
 		return err
 	}
 	return ok(w, renderWorkspace(ws))
 }
 
-func (h *Handler) updateWorkspace(w http.ResponseWriter, r *http.Request, p *service.Principal) error {
-	var in service.WorkspacePatch
+func (h *Handler) updateWorkspace(w http.ResponseWriter, r *http.Request, p *administration.Principal) error {
+	var in administration.WorkspacePatch
 	if err := httpx.Decode(r, &in, true); err != nil {
 		return err
 	}
-	ws, err := h.svc.UpdateWorkspace(r.Context(), p, r.PathValue("id"), in)
+	ws, err := h.workspaces.Update(r.Context(), p, r.PathValue("id"), in)
 	if err != nil {
 		return err
 	}
 	return ok(w, renderWorkspace(ws))
 }
 
-func (h *Handler) deleteWorkspace(w http.ResponseWriter, r *http.Request, p *service.Principal) error {
-	if err := h.svc.DeleteWorkspace(r.Context(), p, r.PathValue("id")); err != nil {
+func (h *Handler) deleteWorkspace(w http.ResponseWriter, r *http.Request, p *administration.Principal) error {
+	if err := h.workspaces.Delete(r.Context(), p, r.PathValue("id")); err != nil {
 		return err
 	}
 	return ok(w, httpx.Empty)
 }
 
-func (h *Handler) auditRecords(w http.ResponseWriter, r *http.Request, p *service.Principal) error {
+func (h *Handler) auditRecords(w http.ResponseWriter, r *http.Request, p *administration.Principal) error {
 	pg, err := page(r)
 	if err != nil {
 		return err
 	}
-	recs, next, err := h.svc.AuditRecords(r.Context(), p, r.PathValue("id"), pg)
+	recs, next, err := h.workspaces.AuditRecords(r.Context(), p, r.PathValue("id"), pg)
 	if err != nil {
 		return err
 	}
@@ -297,12 +311,12 @@ func (h *Handler) auditRecords(w http.ResponseWriter, r *http.Request, p *servic
 
 // --- members ---
 
-func (h *Handler) listMembers(w http.ResponseWriter, r *http.Request, c *service.Caller) error {
+func (h *Handler) listMembers(w http.ResponseWriter, r *http.Request, c *administration.Caller) error {
 	pg, err := page(r)
 	if err != nil {
 		return err
 	}
-	ms, next, err := h.svc.ListMembers(r.Context(), c, pg)
+	ms, next, err := h.members.List(r.Context(), c, pg)
 	if err != nil {
 		return err
 	}
@@ -313,11 +327,11 @@ func (h *Handler) listMembers(w http.ResponseWriter, r *http.Request, c *service
 	return ok(w, map[string]any{"members": out, "meta": meta(next)})
 }
 
-func (h *Handler) getMe(w http.ResponseWriter, r *http.Request, c *service.Caller) error {
+func (h *Handler) getMe(w http.ResponseWriter, r *http.Request, c *administration.Caller) error {
 	return ok(w, renderMember(c.Member))
 }
 
-func (h *Handler) createMember(w http.ResponseWriter, r *http.Request, c *service.Caller) error {
+func (h *Handler) createMember(w http.ResponseWriter, r *http.Request, c *administration.Caller) error {
 	var in struct {
 		Email     *string     `json:"email"`
 		Role      *model.Role `json:"role"`
@@ -329,29 +343,29 @@ func (h *Handler) createMember(w http.ResponseWriter, r *http.Request, c *servic
 	if in.Email == nil || in.Role == nil {
 		return model.Invalid("email and role: required")
 	}
-	m, err := h.svc.AddMember(r.Context(), c, *in.Email, *in.Role)
+	m, err := h.members.Add(r.Context(), c, *in.Email, *in.Role)
 	if err != nil {
 		return err
 	}
 	return ok(w, renderMember(m))
 }
 
-func (h *Handler) updateMember(w http.ResponseWriter, r *http.Request, c *service.Caller) error {
+func (h *Handler) updateMember(w http.ResponseWriter, r *http.Request, c *administration.Caller) error {
 	var in struct {
 		Role *model.Role `json:"role"`
 	}
 	if err := httpx.Decode(r, &in, true); err != nil {
 		return err
 	}
-	m, err := h.svc.UpdateMember(r.Context(), c, r.PathValue("id"), in.Role)
+	m, err := h.members.Update(r.Context(), c, r.PathValue("id"), in.Role)
 	if err != nil {
 		return err
 	}
 	return ok(w, renderMember(m))
 }
 
-func (h *Handler) deleteMember(w http.ResponseWriter, r *http.Request, c *service.Caller) error {
-	if err := h.svc.RemoveMember(r.Context(), c, r.PathValue("id")); err != nil {
+func (h *Handler) deleteMember(w http.ResponseWriter, r *http.Request, c *administration.Caller) error {
+	if err := h.members.Remove(r.Context(), c, r.PathValue("id")); err != nil {
 		return err
 	}
 	return ok(w, httpx.Empty)
@@ -359,46 +373,46 @@ func (h *Handler) deleteMember(w http.ResponseWriter, r *http.Request, c *servic
 
 // --- bots ---
 
-func (h *Handler) createBot(w http.ResponseWriter, r *http.Request, c *service.Caller) error {
-	var in service.BotWrite
+func (h *Handler) createBot(w http.ResponseWriter, r *http.Request, c *administration.Caller) error {
+	var in administration.BotWrite
 	if err := httpx.Decode(r, &in, true); err != nil {
 		return err
 	}
-	v, err := h.svc.CreateBot(r.Context(), c, in)
+	v, err := h.bots.Create(r.Context(), c, in)
 	if err != nil {
 		return err
 	}
-	return ok(w, map[string]any{"bot": renderBot(v, h.svc.PublicURL(), true)})
+	return ok(w, map[string]any{"bot": renderBot(v, h.publicURL, true)})
 }
 
-func (h *Handler) getBot(w http.ResponseWriter, r *http.Request, c *service.Caller) error {
-	v, err := h.svc.GetBot(r.Context(), c, r.PathValue("id"))
+func (h *Handler) getBot(w http.ResponseWriter, r *http.Request, c *administration.Caller) error {
+	v, err := h.bots.Get(r.Context(), c, r.PathValue("id"))
 	if err != nil {
 		return err
 	}
-	return ok(w, map[string]any{"bot": renderBot(v, h.svc.PublicURL(), false)})
+	return ok(w, map[string]any{"bot": renderBot(v, h.publicURL, false)})
 }
 
-func (h *Handler) updateBot(w http.ResponseWriter, r *http.Request, c *service.Caller) error {
-	var in service.BotWrite
+func (h *Handler) updateBot(w http.ResponseWriter, r *http.Request, c *administration.Caller) error {
+	var in administration.BotWrite
 	if err := httpx.Decode(r, &in, true); err != nil {
 		return err
 	}
-	v, err := h.svc.UpdateBot(r.Context(), c, r.PathValue("id"), in)
+	v, err := h.bots.Update(r.Context(), c, r.PathValue("id"), in)
 	if err != nil {
 		return err
 	}
-	return ok(w, map[string]any{"bot": renderBot(v, h.svc.PublicURL(), false)})
+	return ok(w, map[string]any{"bot": renderBot(v, h.publicURL, false)})
 }
 
-func (h *Handler) deleteBot(w http.ResponseWriter, r *http.Request, c *service.Caller) error {
-	if err := h.svc.DeleteBot(r.Context(), c, r.PathValue("id")); err != nil {
+func (h *Handler) deleteBot(w http.ResponseWriter, r *http.Request, c *administration.Caller) error {
+	if err := h.bots.Delete(r.Context(), c, r.PathValue("id")); err != nil {
 		return err
 	}
 	return ok(w, httpx.Empty)
 }
 
-func (h *Handler) listBots(w http.ResponseWriter, r *http.Request, c *service.Caller) error {
+func (h *Handler) listBots(w http.ResponseWriter, r *http.Request, c *administration.Caller) error {
 	pg, err := page(r)
 	if err != nil {
 		return err
@@ -417,7 +431,7 @@ func (h *Handler) listBots(w http.ResponseWriter, r *http.Request, c *service.Ca
 	default:
 		return model.Errorf(model.ErrInvalidQuery, "sortDirection: must be asc or desc")
 	}
-	bots, next, err := h.svc.ListBots(r.Context(), c, f, pg)
+	bots, next, err := h.bots.List(r.Context(), c, f, pg)
 	if err != nil {
 		return err
 	}
@@ -428,7 +442,7 @@ func (h *Handler) listBots(w http.ResponseWriter, r *http.Request, c *service.Ca
 	return ok(w, map[string]any{"bots": out, "meta": meta(next)})
 }
 
-func (h *Handler) botLogs(w http.ResponseWriter, r *http.Request, c *service.Caller) error {
+func (h *Handler) botLogs(w http.ResponseWriter, r *http.Request, c *administration.Caller) error {
 	q := r.URL.Query()
 	f := model.LogFilter{BotID: r.PathValue("id"), Level: q.Get("level"), UserID: q.Get("userId"),
 		ConversationID: q.Get("conversationId"), WorkflowID: q.Get("workflowId"), Contains: q.Get("messageContains")}
@@ -445,7 +459,7 @@ func (h *Handler) botLogs(w http.ResponseWriter, r *http.Request, c *service.Cal
 	if err != nil {
 		return err
 	}
-	logs, next, err := h.svc.BotLogs(r.Context(), c, f, pg)
+	logs, next, err := h.bots.Logs(r.Context(), c, f, pg)
 	if err != nil {
 		return err
 	}
@@ -460,8 +474,8 @@ func (h *Handler) botLogs(w http.ResponseWriter, r *http.Request, c *service.Cal
 	return ok(w, body)
 }
 
-func (h *Handler) listVersions(w http.ResponseWriter, r *http.Request, c *service.Caller) error {
-	vs, err := h.svc.ListBotVersions(r.Context(), c, r.PathValue("id"))
+func (h *Handler) listVersions(w http.ResponseWriter, r *http.Request, c *administration.Caller) error {
+	vs, err := h.bots.ListVersions(r.Context(), c, r.PathValue("id"))
 	if err != nil {
 		return err
 	}
@@ -485,21 +499,21 @@ func renderVersion(v *model.BotVersion, withCode bool) map[string]any {
 
 // getVersion answers with the url the client type requires (this same
 // resource) and, as a Parley extension, the version itself with its code.
-func (h *Handler) getVersion(w http.ResponseWriter, r *http.Request, c *service.Caller) error {
-	v, err := h.svc.GetBotVersion(r.Context(), c, r.PathValue("id"), r.PathValue("versionId"))
+func (h *Handler) getVersion(w http.ResponseWriter, r *http.Request, c *administration.Caller) error {
+	v, err := h.bots.GetVersion(r.Context(), c, r.PathValue("id"), r.PathValue("versionId"))
 	if err != nil {
 		return err
 	}
-	u := h.svc.PublicURL() + "/v1/admin/bots/" + url.PathEscape(v.BotID) + "/versions/" + url.PathEscape(v.ID)
+	u := h.publicURL + "/v1/admin/bots/" + url.PathEscape(v.BotID) + "/versions/" + url.PathEscape(v.ID)
 	return ok(w, map[string]any{"url": u, "version": renderVersion(v, true)})
 }
 
-func (h *Handler) listIssues(w http.ResponseWriter, r *http.Request, c *service.Caller) error {
+func (h *Handler) listIssues(w http.ResponseWriter, r *http.Request, c *administration.Caller) error {
 	pg, err := page(r)
 	if err != nil {
 		return err
 	}
-	is, next, err := h.svc.ListBotIssues(r.Context(), c, r.PathValue("id"), pg)
+	is, next, err := h.bots.ListIssues(r.Context(), c, r.PathValue("id"), pg)
 	if err != nil {
 		return err
 	}
@@ -510,27 +524,27 @@ func (h *Handler) listIssues(w http.ResponseWriter, r *http.Request, c *service.
 	return ok(w, map[string]any{"issues": out, "meta": meta(next)})
 }
 
-func (h *Handler) getIssue(w http.ResponseWriter, r *http.Request, c *service.Caller) error {
-	i, err := h.svc.GetBotIssue(r.Context(), c, r.PathValue("id"), r.PathValue("issueId"))
+func (h *Handler) getIssue(w http.ResponseWriter, r *http.Request, c *administration.Caller) error {
+	i, err := h.bots.GetIssue(r.Context(), c, r.PathValue("id"), r.PathValue("issueId"))
 	if err != nil {
 		return err
 	}
 	return ok(w, map[string]any{"issue": renderIssue(i)})
 }
 
-func (h *Handler) deleteIssue(w http.ResponseWriter, r *http.Request, c *service.Caller) error {
-	if err := h.svc.DeleteBotIssue(r.Context(), c, r.PathValue("id"), r.PathValue("issueId")); err != nil {
+func (h *Handler) deleteIssue(w http.ResponseWriter, r *http.Request, c *administration.Caller) error {
+	if err := h.bots.DeleteIssue(r.Context(), c, r.PathValue("id"), r.PathValue("issueId")); err != nil {
 		return err
 	}
 	return ok(w, httpx.Empty)
 }
 
-func (h *Handler) listIssueEvents(w http.ResponseWriter, r *http.Request, c *service.Caller) error {
+func (h *Handler) listIssueEvents(w http.ResponseWriter, r *http.Request, c *administration.Caller) error {
 	pg, err := page(r)
 	if err != nil {
 		return err
 	}
-	evs, next, err := h.svc.ListBotIssueEvents(r.Context(), c, r.PathValue("id"), r.PathValue("issueId"), pg)
+	evs, next, err := h.bots.ListIssueEvents(r.Context(), c, r.PathValue("id"), r.PathValue("issueId"), pg)
 	if err != nil {
 		return err
 	}
@@ -541,19 +555,19 @@ func (h *Handler) listIssueEvents(w http.ResponseWriter, r *http.Request, c *ser
 	return ok(w, map[string]any{"issueEvents": out, "meta": meta(next)})
 }
 
-func (h *Handler) listBotKeys(w http.ResponseWriter, r *http.Request, c *service.Caller) error {
+func (h *Handler) listBotKeys(w http.ResponseWriter, r *http.Request, c *administration.Caller) error {
 	botID := r.URL.Query().Get("botId")
 	if botID == "" {
 		return model.Errorf(model.ErrInvalidQuery, "botId: required")
 	}
-	ts, err := h.svc.ListBotAPIKeys(r.Context(), c, botID)
+	ts, err := h.bots.ListAPIKeys(r.Context(), c, botID)
 	if err != nil {
 		return err
 	}
 	return ok(w, map[string]any{"baks": renderTokens(ts)})
 }
 
-func (h *Handler) createBotKey(w http.ResponseWriter, r *http.Request, c *service.Caller) error {
+func (h *Handler) createBotKey(w http.ResponseWriter, r *http.Request, c *administration.Caller) error {
 	var in struct {
 		BotID *string `json:"botId"`
 		Note  string  `json:"note"`
@@ -564,15 +578,15 @@ func (h *Handler) createBotKey(w http.ResponseWriter, r *http.Request, c *servic
 	if in.BotID == nil {
 		return model.Invalid("botId: required")
 	}
-	t, secret, err := h.svc.CreateBotAPIKey(r.Context(), c, *in.BotID, in.Note)
+	t, secret, err := h.bots.CreateAPIKey(r.Context(), c, *in.BotID, in.Note)
 	if err != nil {
 		return err
 	}
 	return ok(w, renderToken(t, secret))
 }
 
-func (h *Handler) deleteBotKey(w http.ResponseWriter, r *http.Request, c *service.Caller) error {
-	if err := h.svc.DeleteBotAPIKey(r.Context(), c, r.PathValue("id")); err != nil {
+func (h *Handler) deleteBotKey(w http.ResponseWriter, r *http.Request, c *administration.Caller) error {
+	if err := h.bots.DeleteAPIKey(r.Context(), c, r.PathValue("id")); err != nil {
 		return err
 	}
 	return ok(w, httpx.Empty)

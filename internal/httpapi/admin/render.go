@@ -6,12 +6,12 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/parley-bots/parley/internal/administration"
 	"github.com/parley-bots/parley/internal/model"
-	"github.com/parley-bots/parley/internal/service"
 )
 
 // The wire shapes of the Admin API, exactly as @botpress/client 1.45.0
-// types them (contracts/admin-api.md). Times use model.FormatTime.
+// types them (@botpress/client 1.45.0). Times use model.FormatTime.
 
 type accountJSON struct {
 	ID             string `json:"id"`
@@ -124,7 +124,7 @@ func nonNilTags(t map[string]string) map[string]string {
 
 // renderBot renders the full Bot object (27 fields). The signing secret is
 // shown only when showSecret is set (the createBot answer).
-func renderBot(v *service.BotView, publicURL string, showSecret bool) map[string]any {
+func renderBot(v *administration.BotView, publicURL string, showSecret bool) map[string]any {
 	b := v.Bot
 	out := map[string]any{
 		"id":              b.ID,

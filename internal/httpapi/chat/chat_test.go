@@ -9,9 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/parley-bots/parley/internal/administration"
 	"github.com/parley-bots/parley/internal/model"
-	"github.com/parley-bots/parley/internal/service"
 	"github.com/parley-bots/parley/internal/store"
+	"github.com/parley-bots/parley/internal/turns"
 )
 
 func TestProbeAndRouting(t *testing.T) {
@@ -142,23 +143,23 @@ func TestUserKeys(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		admin := &service.Caller{Principal: service.Principal{Account: &model.Account{ID: "admin"}},
+		admin := &administration.Caller{Principal: administration.Principal{Account: &model.Account{ID: "admin"}},
 			Workspace: &model.Workspace{ID: b.WorkspaceID}, Member: &model.Member{Role: model.RoleAdministrator}}
-		setChat := func(w service.IntegrationWrite) {
+		setChat := func(w administration.IntegrationWrite) {
 			t.Helper()
-			if _, err := e.svc.UpdateBot(ctx, admin, e.bot.ID, service.BotWrite{
-				Integrations: map[string]*service.IntegrationWrite{model.IntegrationChat: &w}}); err != nil {
+			if _, err := e.bots.Update(ctx, admin, e.bot.ID, administration.BotWrite{
+				Integrations: map[string]*administration.IntegrationWrite{model.IntegrationChat: &w}}); err != nil {
 				t.Fatal(err)
 			}
 		}
-		setChat(service.IntegrationWrite{Configuration: map[string]any{service.ChatEncryptionKey: "rotated-secret"}})
+		setChat(administration.IntegrationWrite{Configuration: map[string]any{model.ChatEncryptionKey: "rotated-secret"}})
 		if r := e.call("GET", "/users/me", key, nil); r.Status != 401 {
 			t.Fatalf("old key after rotation: %d", r.Status)
 		}
 		e.must(e.call("GET", "/users/me", signKey("rotated-secret", "alice"), nil), 200)
 		// A disabled integration answers like an unknown webhook.
 		off := false
-		setChat(service.IntegrationWrite{Enabled: &off})
+		setChat(administration.IntegrationWrite{Enabled: &off})
 		if r := e.call("GET", "/hello/", "", nil); r.Status != 404 || r.errType() != "ResourceNotFound" {
 			t.Fatalf("disabled hello: %d", r.Status)
 		}
@@ -298,7 +299,7 @@ func TestConversationsAndParticipants(t *testing.T) {
 	})
 }
 
-// TestMessagesRoundTrip follows the e2e round trip (contract §7.3): the
+// TestMessagesRoundTrip follows the e2e round trip (of the upstream client's e2e suite): the
 // sender's signal, the bot's reply, listMessages, getMessage all agree.
 func TestMessagesRoundTrip(t *testing.T) {
 	engines(t, func(t *testing.T, db store.DB) {
@@ -431,7 +432,7 @@ func TestBotIsolation(t *testing.T) {
 		conv := e.conversation(key)
 		m := e.sendText(key, conv, "secret")
 
-		other := makeBot(t, e.svc)
+		other := makeBot(t, e.db)
 		base := e.srv.URL + "/chat/" + other.WebhookID
 		// The first bot's key does not open the second bot's API.
 		if r := e.callURL("GET", base+"/users/me", key, nil); r.Status != 401 {
@@ -503,7 +504,7 @@ func TestPayloadVariantsStored(t *testing.T) {
 // nopBot never replies.
 type nopBot struct{}
 
-func (nopBot) HandleTurn(context.Context, *service.TurnInput, service.BotOutput) error { return nil }
+func (nopBot) HandleTurn(context.Context, *turns.TurnInput, turns.BotOutput) error { return nil }
 
 // TestCachedParticipationsInvalidated: participations are cached on the
 // hot path; deleting a conversation or a user takes effect at once.

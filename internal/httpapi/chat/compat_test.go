@@ -1,21 +1,18 @@
 package chat_test
 
 import (
-	"context"
 	"testing"
 
 	"github.com/parley-bots/parley/internal/app"
-	"github.com/parley-bots/parley/internal/service"
 	"github.com/parley-bots/parley/internal/testutil/testapp"
+	"github.com/parley-bots/parley/internal/testutil/testbots"
 	"github.com/parley-bots/parley/internal/testutil/testdb"
 )
 
 // startApp starts a full server (app wiring: store, hub, broker,
 // dispatcher, routes) with the echo bot plugged in.
 func startApp(t *testing.T, databaseURL string) *app.App {
-	a := testapp.Start(t, testapp.Config(t, databaseURL))
-	a.Service().SetBots(func(context.Context, string) (service.Bot, error) { return service.EchoBot{}, nil })
-	return a
+	return testapp.Start(t, testapp.Config(t, databaseURL), app.WithBots(testbots.Resolver(testbots.Echo{})))
 }
 
 // TestCompatChatClient runs tests/compat/chat.mjs (the real
@@ -27,7 +24,7 @@ func TestCompatChatClient(t *testing.T) {
 	}
 	t.Run("sqlite", func(t *testing.T) {
 		a := startApp(t, "")
-		bot := makeBot(t, a.Service())
+		bot := makeBot(t, a.Store())
 		out := testapp.RunNode(t, "chat.mjs", map[string]string{
 			"API_URL": a.URL + "/chat/" + bot.WebhookID, "ENCRYPTION_KEY": bot.Key})
 		t.Log(lastLine(out))
@@ -36,7 +33,7 @@ func TestCompatChatClient(t *testing.T) {
 		url := testdb.PostgresURL(t)
 		a := startApp(t, url)
 		b := startApp(t, url)
-		bot := makeBot(t, a.Service())
+		bot := makeBot(t, a.Store())
 		out := testapp.RunNode(t, "chat.mjs", map[string]string{
 			"API_URL":        a.URL + "/chat/" + bot.WebhookID,
 			"API_URL_2":      b.URL + "/chat/" + bot.WebhookID,

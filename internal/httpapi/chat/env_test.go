@@ -14,13 +14,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/parley-bots/parley/internal/administration"
 	"github.com/parley-bots/parley/internal/auth"
+	"github.com/parley-bots/parley/internal/conversations"
 	"github.com/parley-bots/parley/internal/httpapi/chat"
 	"github.com/parley-bots/parley/internal/model"
 	"github.com/parley-bots/parley/internal/realtime"
-	"github.com/parley-bots/parley/internal/service"
 	"github.com/parley-bots/parley/internal/store"
+	"github.com/parley-bots/parley/internal/testutil/testbots"
 	"github.com/parley-bots/parley/internal/testutil/testdb"
+	"github.com/parley-bots/parley/internal/turns"
 )
 
 // engines runs fn on a fresh SQLite store and a fresh PostgreSQL schema.
@@ -34,7 +37,7 @@ func engines(t *testing.T, fn func(t *testing.T, db store.DB)) {
 type env struct {
 	t      *testing.T
 	db     store.DB
-	svc    *service.Service
+	bots   *administration.Bots
 	hub    *realtime.Hub
 	srv    *httptest.Server
 	bot    testBot
@@ -50,32 +53,32 @@ type envOpts struct {
 	hub    realtime.Options
 	broker realtime.Broker
 	leases bool
-	bot    service.Bot // nil: EchoBot
-	noBot  bool        // create no bot (a second node shares the first's)
+	bot    turns.Bot // nil: EchoBot
+	noBot  bool      // create no bot (a second node shares the first's)
 }
 
 func newEnv(t *testing.T, db store.DB, o envOpts) *env {
 	t.Helper()
 	log := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	svc := service.New(service.Options{Store: db, Log: log, PublicURL: "http://parley.test"})
 	o.hub.Log = log
 	hub := realtime.NewHub(db.Chat(), o.broker, o.hub)
 	ctx, cancel := context.WithCancel(context.Background())
 	hub.Start(ctx)
-	svc.SetPublisher(hub)
-	var bot service.Bot = service.EchoBot{}
+	queue := turns.NewQueue()
+	commit := db.NewCommitter(queue.AfterCommit(hub.Publish))
+	var bot turns.Bot = testbots.Echo{}
 	if o.bot != nil {
 		bot = o.bot
 	}
-	svc.SetBots(func(context.Context, string) (service.Bot, error) { return bot, nil })
-	d := service.NewDispatcher(svc, service.DispatcherOptions{Leases: o.leases, Sweep: time.Second})
+	chatUC := conversations.NewChat(db, commit, hub)
+	d := turns.NewDispatcher(db, commit, queue, testbots.Resolver(bot), log, turns.DispatcherOptions{Leases: o.leases, Sweep: time.Second})
 	d.Start(ctx)
 	mux := http.NewServeMux()
-	mux.Handle("/chat/", chat.NewHandler(svc, hub))
+	mux.Handle("/chat/", chat.NewHandler(chatUC, hub, nil))
 	srv := httptest.NewUnstartedServer(chat.FoldSlashes(mux))
 	srv.Config.RegisterOnShutdown(hub.Close)
 	srv.Start()
-	e := &env{t: t, db: db, svc: svc, hub: hub, srv: srv, client: &http.Client{Timeout: 30 * time.Second}}
+	e := &env{t: t, db: db, bots: administration.NewBots(db, nil, chatUC), hub: hub, srv: srv, client: &http.Client{Timeout: 30 * time.Second}}
 	t.Cleanup(func() {
 		hub.Close()
 		srv.Close()
@@ -83,7 +86,7 @@ func newEnv(t *testing.T, db store.DB, o envOpts) *env {
 		cancel()
 	})
 	if !o.noBot {
-		e.bot = makeBot(t, svc)
+		e.bot = makeBot(t, db)
 		e.base = srv.URL + "/chat/" + e.bot.WebhookID
 	}
 	return e
@@ -91,10 +94,9 @@ func newEnv(t *testing.T, db store.DB, o envOpts) *env {
 
 // makeBot creates a workspace and a bot with its built-in integrations
 // straight through the store.
-func makeBot(t testing.TB, svc *service.Service) testBot {
+func makeBot(t testing.TB, db store.DB) testBot {
 	t.Helper()
 	ctx := context.Background()
-	db := svc.Store()
 	now := model.Now()
 	ws := &model.Workspace{ID: model.NewID(), Name: "test", OwnerID: model.NewID(), SocialAccounts: []string{},
 		CreatedAt: now, UpdatedAt: now}
@@ -108,7 +110,7 @@ func makeBot(t testing.TB, svc *service.Service) testBot {
 		if err := tx.Bots().Create(ctx, b); err != nil {
 			return err
 		}
-		return svc.EnsureBuiltinIntegrations(ctx, tx, b.ID)
+		return administration.EnsureBuiltinIntegrations(ctx, tx, b.ID)
 	})
 	if err != nil {
 		t.Fatalf("create bot: %v", err)
@@ -119,7 +121,7 @@ func makeBot(t testing.TB, svc *service.Service) testBot {
 	}
 	for _, in := range ins {
 		if in.Name == model.IntegrationChat {
-			return testBot{ID: b.ID, WebhookID: in.WebhookID, Key: in.Configuration[service.ChatEncryptionKey].(string)}
+			return testBot{ID: b.ID, WebhookID: in.WebhookID, Key: in.Configuration[model.ChatEncryptionKey].(string)}
 		}
 	}
 	t.Fatal("no chat integration")

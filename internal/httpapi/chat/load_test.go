@@ -18,9 +18,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/parley-bots/parley/internal/service"
 	"github.com/parley-bots/parley/internal/store"
+	"github.com/parley-bots/parley/internal/testutil/testbots"
 	"github.com/parley-bots/parley/internal/testutil/testdb"
+	"github.com/parley-bots/parley/internal/turns"
 )
 
 // TestLoad is the Chat API load benchmark over loopback, bounded to about
@@ -130,7 +131,7 @@ func TestLoad(t *testing.T) {
 	waitDrained(t, db, 15*time.Second)
 
 	// Phase 2: fixed rate to the echo bot, replies timed on SSE.
-	bot.set(service.EchoBot{})
+	bot.set(testbots.Echo{})
 	convs2 := setup(50)
 	sent := sync.Map{} // text -> time.Time
 	var rlats []time.Duration
@@ -194,12 +195,12 @@ func TestLoad(t *testing.T) {
 // switchBot lets the benchmark change the bot between phases.
 type switchBot struct {
 	mu  sync.RWMutex
-	bot service.Bot
+	bot turns.Bot
 }
 
-func (b *switchBot) set(x service.Bot) { b.mu.Lock(); b.bot = x; b.mu.Unlock() }
+func (b *switchBot) set(x turns.Bot) { b.mu.Lock(); b.bot = x; b.mu.Unlock() }
 
-func (b *switchBot) HandleTurn(ctx context.Context, in *service.TurnInput, out service.BotOutput) error {
+func (b *switchBot) HandleTurn(ctx context.Context, in *turns.TurnInput, out turns.BotOutput) error {
 	b.mu.RLock()
 	x := b.bot
 	b.mu.RUnlock()

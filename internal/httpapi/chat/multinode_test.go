@@ -27,7 +27,7 @@ func TestTwoNodesPostgres(t *testing.T) {
 		return newEnv(t, db, envOpts{noBot: true, leases: true, broker: realtime.NewPGBroker(url, "")})
 	}
 	a, b := open(), open()
-	a.bot = makeBot(t, a.svc)
+	a.bot = makeBot(t, a.db)
 	b.bot = a.bot
 	a.base = a.srv.URL + "/chat/" + a.bot.WebhookID
 	b.base = b.srv.URL + "/chat/" + a.bot.WebhookID

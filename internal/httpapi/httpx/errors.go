@@ -9,6 +9,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/parley-bots/parley/internal/model"
@@ -42,13 +43,16 @@ func Status(err error) int {
 	return http.StatusInternalServerError
 }
 
-// ErrorBody is the standard error body the Botpress clients understand.
+// ErrorBody is the standard error body the Botpress clients understand,
+// plus requestId: the request's X-Request-Id, which names it in the server
+// log (the clients ignore fields they do not know).
 type ErrorBody struct {
-	ID       string         `json:"id"`
-	Code     int            `json:"code"`
-	Type     string         `json:"type"`
-	Message  string         `json:"message"`
-	Metadata map[string]any `json:"metadata,omitempty"`
+	ID        string         `json:"id"`
+	Code      int            `json:"code"`
+	Type      string         `json:"type"`
+	Message   string         `json:"message"`
+	Metadata  map[string]any `json:"metadata,omitempty"`
+	RequestID string         `json:"requestId,omitempty"`
 }
 
 // NewErrorID returns an id of the form the clients generate themselves:
@@ -78,11 +82,16 @@ func BodyFor(err error) ErrorBody {
 // logged in full with the error id the caller sees.
 func WriteError(w http.ResponseWriter, r *http.Request, err error) {
 	body := BodyFor(err)
+	body.RequestID = RequestID(r.Context())
 	if body.Code >= 500 {
 		Logger(r.Context()).Error("request failed", "error_id", body.ID, "err", err, "method", r.Method, "path", r.URL.Path)
 	}
 	if body.Code == http.StatusTooManyRequests {
-		w.Header().Set("Retry-After", "1")
+		retry := "1"
+		if n, ok := body.Metadata["retryAfter"].(int); ok && n > 0 {
+			retry = strconv.Itoa(n)
+		}
+		w.Header().Set("Retry-After", retry)
 	}
 	WriteJSON(w, body.Code, body)
 }

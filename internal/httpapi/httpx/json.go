@@ -24,13 +24,22 @@ func WriteJSON(w http.ResponseWriter, status int, v any) {
 	_, _ = w.Write(buf)
 }
 
-// Reply writes body with status, or err as the standard error body.
-func Reply(w http.ResponseWriter, r *http.Request, status int, body any, err error) {
-	if err != nil {
+// JSON writes v with status, for handlers that return an error: the
+// error is nil, the response is written.
+func JSON(w http.ResponseWriter, status int, v any) error {
+	WriteJSON(w, status, v)
+	return nil
+}
+
+// Handler is an HTTP handler that returns its error instead of writing
+// it; Serve writes it, in the one place every API shares.
+type Handler func(w http.ResponseWriter, r *http.Request) error
+
+// ServeHTTP implements http.Handler.
+func (h Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if err := h(w, r); err != nil {
 		WriteError(w, r, err)
-		return
 	}
-	WriteJSON(w, status, body)
 }
 
 // Empty is the body of operations that return nothing: the clients expect

@@ -57,13 +57,20 @@ func (s *statusRecorder) Flush() {
 
 func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter }
 
-// AccessLog logs one line per request with its status and duration, puts
-// the logger in the request context, and turns panics into 500 responses.
+// AccessLog gives the request its id (a sane incoming X-Request-Id, or a
+// new one), returned in the X-Request-Id header and carried by every log
+// line of the request (the context's Logger) and its error body; logs one
+// line per request with its status and duration; and turns panics into 500
+// responses.
 func AccessLog(log *slog.Logger, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
+		id := requestIDFor(r)
+		w.Header().Set(RequestIDHeader, id)
+		log := log.With(slog.String("request_id", id))
 		rec := &statusRecorder{ResponseWriter: w}
-		r = r.WithContext(context.WithValue(r.Context(), loggerKey{}, log))
+		ctx := context.WithValue(r.Context(), requestIDKey{}, id)
+		r = r.WithContext(context.WithValue(ctx, loggerKey{}, log))
 		defer func() {
 			if p := recover(); p != nil {
 				if p == http.ErrAbortHandler {
@@ -96,7 +103,7 @@ func CORS(next http.Handler) http.Handler {
 			h.Set("Access-Control-Allow-Origin", origin)
 			h.Set("Access-Control-Allow-Credentials", "true")
 			h.Add("Vary", "Origin")
-			h.Set("Access-Control-Expose-Headers", "Content-Type, Retry-After")
+			h.Set("Access-Control-Expose-Headers", "Content-Type, Retry-After, X-Request-Id")
 		}
 		if r.Method == http.MethodOptions {
 			h.Set("Access-Control-Allow-Methods", "GET, POST, PUT, PATCH, DELETE, OPTIONS")
@@ -114,8 +121,11 @@ func CORS(next http.Handler) http.Handler {
 }
 
 // NoRoute answers requests that match no operation.
-func NoRoute(w http.ResponseWriter, r *http.Request) {
-	WriteError(w, r, model.Errorf(model.ErrMethodNotFound, "no operation %s %s", r.Method, r.URL.Path))
+func NoRoute(w http.ResponseWriter, r *http.Request) { WriteError(w, r, NoRouteError(r)) }
+
+// NoRouteError is the error of a request that matches no operation.
+func NoRouteError(r *http.Request) error {
+	return model.Errorf(model.ErrMethodNotFound, "no operation %s %s", r.Method, r.URL.Path)
 }
 
 // BearerToken returns the token of an "Authorization: Bearer" header.

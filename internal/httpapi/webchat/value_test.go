@@ -130,7 +130,7 @@ func TestWebchatButtonValueReachesWorkflowChoice(t *testing.T) {
 		if got := u.botTexts(1); !slices.Equal(got, []string{"Which one?"}) {
 			t.Fatalf("prompt: %q", got)
 		}
-		// The component's body for a choice button click (contract §4.3).
+		// The component's body for a choice button click (as @botpress/webchat 4.5.2 sends it).
 		stored := u.send(map[string]any{"type": "text", "text": "Buy", "value": "sku-2"})
 		if stored["value"] != "sku-2" || stored["text"] != "Buy" || len(stored) != 3 {
 			t.Fatalf("stored payload: %v", stored)

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -12,17 +13,18 @@ import (
 	"time"
 
 	"github.com/parley-bots/parley/internal/app"
-	"github.com/parley-bots/parley/internal/service"
+	"github.com/parley-bots/parley/internal/model"
 	"github.com/parley-bots/parley/internal/testutil/testapp"
+	"github.com/parley-bots/parley/internal/testutil/testbots"
 	"github.com/parley-bots/parley/internal/testutil/testdb"
+	"github.com/parley-bots/parley/internal/turns"
 )
 
 // engines runs fn against a server on SQLite and one on PostgreSQL (files
 // on disk and in the database respectively).
 func engines(t *testing.T, fn func(t *testing.T, a *app.App, base string)) {
 	run := func(t *testing.T, dbURL string) {
-		a := testapp.Start(t, testapp.Config(t, dbURL))
-		a.Service().SetBots(func(context.Context, string) (service.Bot, error) { return greeter{}, nil })
+		a := testapp.Start(t, testapp.Config(t, dbURL), app.WithBots(testbots.Resolver(greeter{})))
 		fn(t, a, a.URL+"/webchat/"+newBot(t, a))
 	}
 	t.Run("sqlite", func(t *testing.T) { run(t, "") })
@@ -32,15 +34,15 @@ func engines(t *testing.T, fn func(t *testing.T, a *app.App, base string)) {
 // greeter welcomes on conversation start and echoes text.
 type greeter struct{}
 
-func (greeter) HandleTurn(ctx context.Context, in *service.TurnInput, out service.BotOutput) error {
+func (greeter) HandleTurn(ctx context.Context, in *turns.TurnInput, out turns.BotOutput) error {
 	if in.Message == nil {
-		if in.Event.Type == service.WebchatConversationStarted {
-			_, err := out.CreateMessage(ctx, service.OutgoingMessage{Payload: json.RawMessage(`{"type":"text","text":"welcome"}`)})
+		if in.Event.Type == model.WebchatConversationStarted {
+			_, err := out.CreateMessage(ctx, turns.OutgoingMessage{Payload: json.RawMessage(`{"type":"text","text":"welcome"}`)})
 			return err
 		}
 		return nil
 	}
-	_, err := out.CreateMessage(ctx, service.OutgoingMessage{Payload: json.RawMessage(`{"type":"text","text":"echo"}`)})
+	_, err := out.CreateMessage(ctx, turns.OutgoingMessage{Payload: json.RawMessage(`{"type":"text","text":"echo"}`)})
 	return err
 }
 
@@ -344,6 +346,40 @@ func TestWebchatFiles(t *testing.T) {
 		res.Body.Close()
 		if !strings.HasPrefix(res.Header.Get("Content-Disposition"), "attachment") || !strings.Contains(res.Header.Get("Content-Security-Policy"), "sandbox") {
 			t.Fatalf("html file served inline: %v", res.Header)
+		}
+	})
+}
+
+// Finding 8 of issue 12: an upload URL is single-use: a second PUT after
+// the upload completed is refused and neither replaces nor deletes the file.
+func TestUploadURLIsSingleUse(t *testing.T) {
+	engines(t, func(t *testing.T, a *app.App, base string) {
+		var created struct{ Key string }
+		call(t, "POST", base+"/users", map[string]string{"Content-Type": "application/json"}, map[string]any{}, 201, &created)
+		key := map[string]string{"x-user-key": created.Key, "Content-Type": "application/json"}
+		var f struct {
+			File struct{ URL, UploadURL string }
+		}
+		call(t, "POST", base+"/files", key, map[string]any{"key": "abcdef-a.txt"}, 201, &f)
+		call(t, "PUT", f.File.UploadURL, map[string]string{"Content-Type": "text/plain"}, []byte("original"), 200, nil)
+		read := func() string {
+			res, err := http.Get(f.File.URL)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer res.Body.Close()
+			b, _ := io.ReadAll(res.Body)
+			return fmt.Sprint(res.StatusCode, " ", string(b))
+		}
+		// A second upload is refused (409) and changes nothing.
+		call(t, "PUT", f.File.UploadURL, map[string]string{"Content-Type": "text/plain"}, []byte("replaced"), 409, nil)
+		if got := read(); got != "200 original" {
+			t.Fatalf("after a second PUT: %s", got)
+		}
+		// An oversized re-upload does not delete the completed file.
+		call(t, "PUT", f.File.UploadURL, map[string]string{"Content-Type": "text/plain"}, bytes.Repeat([]byte("x"), 1<<20+1), 409, nil)
+		if got := read(); got != "200 original" {
+			t.Fatalf("after an oversized second PUT: %s", got)
 		}
 	})
 }

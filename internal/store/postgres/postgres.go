@@ -4,12 +4,14 @@ package postgres
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
+	"strconv"
+	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
-	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" driver
+	"github.com/jackc/pgx/v5/stdlib" // also registers the "pgx" driver
 
 	"github.com/parley-bots/parley/internal/store"
 	"github.com/parley-bots/parley/internal/store/sqlstore"
@@ -26,17 +28,38 @@ var Dialect = sqlstore.Dialect{
 	MigrationLock: `SELECT pg_advisory_xact_lock(1885434988, hashtext(COALESCE(current_schema(), '')))`,
 }
 
+// IdleInTransactionTimeout is the server-side idle_in_transaction_session_timeout
+// of Parley's sessions (unless the URL sets one): a node stopped or cut
+// off in the middle of a transaction (a paused VM, SIGSTOP) would
+// otherwise keep its row locks, and the node taking its conversations over
+// would wait on them; PostgreSQL ends such a session after this long, and
+// its transaction commits nothing. Parley's transactions never wait
+// between statements.
+const IdleInTransactionTimeout = time.Second
+
+// DefaultMaxConns is the default cap of the PostgreSQL pool.
+const DefaultMaxConns = 32
+
 // Open connects to the database at url (a postgres:// URL or key=value DSN;
 // a search_path parameter selects the schema) and migrates it.
-func Open(ctx context.Context, url string) (store.DB, error) {
-	db, err := sql.Open("pgx", url)
+// maxConns caps the pool (0 = DefaultMaxConns).
+func Open(ctx context.Context, url string, maxConns ...int) (store.DB, error) {
+	cfg, err := pgx.ParseConfig(url)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: %w", err)
 	}
-	db.SetMaxOpenConns(32)
+	if _, set := cfg.RuntimeParams["idle_in_transaction_session_timeout"]; !set {
+		cfg.RuntimeParams["idle_in_transaction_session_timeout"] = strconv.Itoa(int(IdleInTransactionTimeout.Milliseconds()))
+	}
+	db := stdlib.OpenDB(*cfg)
+	n := DefaultMaxConns
+	if len(maxConns) > 0 && maxConns[0] > 0 {
+		n = max(maxConns[0], 4)
+	}
+	db.SetMaxOpenConns(n)
 	// As many idle as open: under load, closing and reopening connections
 	// (TCP, authentication, pgx statement cache) cost more than the queries.
-	db.SetMaxIdleConns(32)
+	db.SetMaxIdleConns(n)
 	if err := db.PingContext(ctx); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("postgres: connect: %w", err)

@@ -30,7 +30,7 @@ func TestReopen(t *testing.T) {
 		t.Fatalf("reopen: %v", err)
 	}
 	defer db.Close()
-	v, err := db.(*sqlstore.DB).SchemaVersion(ctx)
+	v, err := db.(*sqlite.DB).SchemaVersion(ctx)
 	if err != nil || v != sqlstore.LatestVersion() {
 		t.Fatalf("SchemaVersion = %d, %v; want %d", v, err, sqlstore.LatestVersion())
 	}
@@ -43,7 +43,7 @@ func TestRefusesNewerSchema(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = db.(*sqlstore.DB).SQL().ExecContext(ctx, `INSERT INTO schema_migrations (version, applied_at) VALUES (?, 0)`, sqlstore.LatestVersion()+1)
+	_, err = db.(*sqlite.DB).SQL().ExecContext(ctx, `INSERT INTO schema_migrations (version, applied_at) VALUES (?, 0)`, sqlstore.LatestVersion()+1)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -182,6 +182,16 @@ func (r workspaces) ListForAccount(ctx context.Context, accountID, handle string
 	return list(ctx, r.s, p, ls, "workspaces", scanWorkspace, func(w *model.Workspace) (int64, string) { return ms(w.CreatedAt), w.ID })
 }
 
+func (r workspaces) ListPublic(ctx context.Context, p store.Page) ([]*model.Workspace, string, error) {
+	ls := listSpec{
+		sel:   `SELECT ` + workspaceCols + ` FROM workspaces w`,
+		where: []string{"w.is_public = ?"},
+		args:  []any{true},
+		tcol:  "w.created_at", idcol: "w.id",
+	}
+	return list(ctx, r.s, p, ls, "workspaces", scanWorkspace, func(w *model.Workspace) (int64, string) { return ms(w.CreatedAt), w.ID })
+}
+
 // ---- members
 
 type members struct{ s *Store }

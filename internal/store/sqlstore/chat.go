@@ -15,35 +15,56 @@ type chat struct{ s *Store }
 
 // ---- users
 
-const userCols = `bot_id, id, name, picture_url, profile, created_at, updated_at`
+const userCols = `bot_id, id, name, picture_url, profile, tags, created_at, updated_at`
 
 func scanUser(r scanner) (*model.ChatUser, error) {
 	var u model.ChatUser
+	var tags string
 	var c, up int64
-	if err := r.Scan(&u.BotID, &u.ID, &u.Name, &u.PictureURL, &u.Profile, &c, &up); err != nil {
+	if err := r.Scan(&u.BotID, &u.ID, &u.Name, &u.PictureURL, &u.Profile, &tags, &c, &up); err != nil {
 		return nil, err
 	}
 	u.CreatedAt, u.UpdatedAt = fromMS(c), fromMS(up)
-	return &u, nil
+	return &u, tagsFrom(tags, &u.Tags)
 }
 
+// CreateUser stores u and the user_tags rows mirroring its tags.
 func (r chat) CreateUser(ctx context.Context, u *model.ChatUser) error {
 	newID(&u.ID)
 	stamp(&u.CreatedAt, model.Now())
 	stamp(&u.UpdatedAt, u.CreatedAt)
-	_, err := r.s.exec(ctx, `INSERT INTO chat_users (`+userCols+`) VALUES (?, ?, ?, ?, ?, ?, ?)`,
-		u.BotID, u.ID, u.Name, u.PictureURL, u.Profile, ms(u.CreatedAt), ms(u.UpdatedAt))
-	return r.s.fail(err, "user")
+	tags, err := tagsText(u.Tags)
+	if err != nil {
+		return err
+	}
+	return r.s.tx(ctx, func(s *Store) error {
+		_, err := s.exec(ctx, `INSERT INTO chat_users (`+userCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+			u.BotID, u.ID, u.Name, u.PictureURL, u.Profile, tags, ms(u.CreatedAt), ms(u.UpdatedAt))
+		if err != nil {
+			return s.fail(err, "user")
+		}
+		return putRowTags(ctx, s, tagTables.user, u.BotID, u.ID, u.Tags, false)
+	})
 }
 
 func (r chat) GetUser(ctx context.Context, botID, id string) (*model.ChatUser, error) {
 	return one(ctx, r.s, "user", scanUser, `SELECT `+userCols+` FROM chat_users WHERE bot_id = ? AND id = ?`, botID, id)
 }
 
+// UpdateUser writes every field of u, tags included.
 func (r chat) UpdateUser(ctx context.Context, u *model.ChatUser) error {
 	stamp(&u.UpdatedAt, model.Now())
-	return r.s.execOne(ctx, "user", `UPDATE chat_users SET name = ?, picture_url = ?, profile = ?, updated_at = ? WHERE bot_id = ? AND id = ?`,
-		u.Name, u.PictureURL, u.Profile, ms(u.UpdatedAt), u.BotID, u.ID)
+	tags, err := tagsText(u.Tags)
+	if err != nil {
+		return err
+	}
+	return r.s.tx(ctx, func(s *Store) error {
+		if err := s.execOne(ctx, "user", `UPDATE chat_users SET name = ?, picture_url = ?, profile = ?, tags = ?, updated_at = ? WHERE bot_id = ? AND id = ?`,
+			u.Name, u.PictureURL, u.Profile, tags, ms(u.UpdatedAt), u.BotID, u.ID); err != nil {
+			return err
+		}
+		return putRowTags(ctx, s, tagTables.user, u.BotID, u.ID, u.Tags, true)
+	})
 }
 
 // DeleteUser removes the user and (by cascade) their participations.
@@ -53,25 +74,43 @@ func (r chat) DeleteUser(ctx context.Context, botID, id string) error {
 
 // ---- conversations
 
-const convCols = `bot_id, id, owner_id, created_at, updated_at`
+const convCols = `bot_id, id, owner_id, integration, channel, tags, created_at, updated_at`
 
 func scanConv(r scanner) (*model.Conversation, error) {
 	var c model.Conversation
+	var tags string
 	var cr, up int64
-	if err := r.Scan(&c.BotID, &c.ID, &c.OwnerID, &cr, &up); err != nil {
+	if err := r.Scan(&c.BotID, &c.ID, &c.OwnerID, &c.Integration, &c.Channel, &tags, &cr, &up); err != nil {
 		return nil, err
 	}
 	c.CreatedAt, c.UpdatedAt = fromMS(cr), fromMS(up)
-	return &c, nil
+	return &c, tagsFrom(tags, &c.Tags)
 }
 
+// CreateConversation stores c; an empty Integration is "chat" and an
+// empty Channel "channel".
 func (r chat) CreateConversation(ctx context.Context, c *model.Conversation) error {
 	newID(&c.ID)
 	stamp(&c.CreatedAt, model.Now())
 	stamp(&c.UpdatedAt, c.CreatedAt)
-	_, err := r.s.exec(ctx, `INSERT INTO conversations (`+convCols+`) VALUES (?, ?, ?, ?, ?)`,
-		c.BotID, c.ID, c.OwnerID, ms(c.CreatedAt), ms(c.UpdatedAt))
-	return r.s.fail(err, "conversation")
+	if c.Integration == "" {
+		c.Integration = model.IntegrationChat
+	}
+	if c.Channel == "" {
+		c.Channel = "channel"
+	}
+	tags, err := tagsText(c.Tags)
+	if err != nil {
+		return err
+	}
+	return r.s.tx(ctx, func(s *Store) error {
+		_, err := s.exec(ctx, `INSERT INTO conversations (`+convCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+			c.BotID, c.ID, c.OwnerID, c.Integration, c.Channel, tags, ms(c.CreatedAt), ms(c.UpdatedAt))
+		if err != nil {
+			return s.fail(err, "conversation")
+		}
+		return putRowTags(ctx, s, tagTables.conversation, c.BotID, c.ID, c.Tags, false)
+	})
 }
 
 func (r chat) GetConversation(ctx context.Context, botID, id string) (*model.Conversation, error) {
@@ -135,7 +174,7 @@ type participant struct {
 
 func (r chat) ListParticipants(ctx context.Context, botID, conversationID string, p store.Page) ([]*model.ChatUser, string, error) {
 	ls := listSpec{
-		sel: `SELECT u.bot_id, u.id, u.name, u.picture_url, u.profile, u.created_at, u.updated_at, p.added_at
+		sel: `SELECT u.bot_id, u.id, u.name, u.picture_url, u.profile, u.tags, u.created_at, u.updated_at, p.added_at
 			FROM participants p JOIN chat_users u ON u.bot_id = p.bot_id AND u.id = p.user_id`,
 		where: []string{"p.bot_id = ?", "p.conversation_id = ?"},
 		args:  []any{botID, conversationID},
@@ -143,12 +182,13 @@ func (r chat) ListParticipants(ctx context.Context, botID, conversationID string
 	}
 	ps, next, err := list(ctx, r.s, p, ls, "participants", func(sc scanner) (participant, error) {
 		var u model.ChatUser
+		var tags string
 		var c, up, added int64
-		if err := sc.Scan(&u.BotID, &u.ID, &u.Name, &u.PictureURL, &u.Profile, &c, &up, &added); err != nil {
+		if err := sc.Scan(&u.BotID, &u.ID, &u.Name, &u.PictureURL, &u.Profile, &tags, &c, &up, &added); err != nil {
 			return participant{}, err
 		}
 		u.CreatedAt, u.UpdatedAt = fromMS(c), fromMS(up)
-		return participant{&u, added}, nil
+		return participant{&u, added}, tagsFrom(tags, &u.Tags)
 	}, func(p participant) (int64, string) { return p.added, p.u.ID })
 	if err != nil {
 		return nil, "", err
@@ -162,17 +202,20 @@ func (r chat) ListParticipants(ctx context.Context, botID, conversationID string
 
 // ---- messages
 
-const messageCols = `bot_id, id, conversation_id, user_id, payload, metadata, tags, direction, created_at`
+const messageCols = `bot_id, id, conversation_id, user_id, payload, metadata, tags, direction, created_at, updated_at`
 
 func scanMessage(r scanner) (*model.Message, error) {
 	var m model.Message
 	var payload, tags string
 	var meta sql.NullString
-	var c int64
-	if err := r.Scan(&m.BotID, &m.ID, &m.ConversationID, &m.UserID, &payload, &meta, &tags, &m.Direction, &c); err != nil {
+	var c, u int64
+	if err := r.Scan(&m.BotID, &m.ID, &m.ConversationID, &m.UserID, &payload, &meta, &tags, &m.Direction, &c, &u); err != nil {
 		return nil, err
 	}
 	m.CreatedAt = fromMS(c)
+	if u != 0 {
+		m.UpdatedAt = fromMS(u)
+	}
 	m.Payload = json.RawMessage(payload)
 	if meta.Valid {
 		m.Metadata = json.RawMessage(meta.String)
@@ -187,9 +230,24 @@ func (r chat) CreateMessage(ctx context.Context, m *model.Message) error {
 	if err != nil {
 		return err
 	}
-	_, err = r.s.exec(ctx, `INSERT INTO messages (`+messageCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		m.BotID, m.ID, m.ConversationID, m.UserID, rawText(m.Payload), nullRaw(m.Metadata), tags, m.Direction, ms(m.CreatedAt))
-	return r.s.fail(err, "message")
+	var updated int64
+	if !m.UpdatedAt.IsZero() {
+		updated = ms(m.UpdatedAt)
+	}
+	insert := func(s *Store) error {
+		_, err := s.exec(ctx, `INSERT INTO messages (`+messageCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			m.BotID, m.ID, m.ConversationID, m.UserID, rawText(m.Payload), nullRaw(m.Metadata), tags, m.Direction, ms(m.CreatedAt), updated)
+		return s.fail(err, "message")
+	}
+	if len(m.Tags) == 0 { // the Chat API's hot path: one statement
+		return insert(r.s)
+	}
+	return r.s.tx(ctx, func(s *Store) error {
+		if err := insert(s); err != nil {
+			return err
+		}
+		return putRowTags(ctx, s, tagTables.message, m.BotID, m.ID, m.Tags, false)
+	})
 }
 
 func (r chat) GetMessage(ctx context.Context, botID, id string) (*model.Message, error) {
@@ -212,26 +270,42 @@ func (r chat) ListMessages(ctx context.Context, botID, conversationID string, p 
 
 // ---- events
 
+const eventCols = `bot_id, id, conversation_id, user_id, type, payload, created_at, message_id, workflow_id, status, failure_reason, due_at`
+
+func scanEvent(sc scanner) (*model.Event, error) {
+	var e model.Event
+	var conv sql.NullString
+	var payload string
+	var c, due int64
+	if err := sc.Scan(&e.BotID, &e.ID, &conv, &e.UserID, &e.Type, &payload, &c, &e.MessageID, &e.WorkflowID, &e.Status, &e.FailureReason, &due); err != nil {
+		return nil, err
+	}
+	e.ConversationID, e.Payload, e.CreatedAt = conv.String, json.RawMessage(payload), fromMS(c)
+	if due != 0 {
+		e.DueAt = fromMS(due)
+	}
+	return &e, nil
+}
+
+// CreateEvent stores e; an empty Status is "processed".
 func (r chat) CreateEvent(ctx context.Context, e *model.Event) error {
 	newID(&e.ID)
 	stamp(&e.CreatedAt, model.Now())
-	_, err := r.s.exec(ctx, `INSERT INTO events (bot_id, id, conversation_id, user_id, type, payload, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
-		e.BotID, e.ID, nullStr(e.ConversationID), e.UserID, e.Type, rawText(e.Payload), ms(e.CreatedAt))
+	if e.Status == "" {
+		e.Status = model.EventProcessed
+	}
+	var due int64
+	if !e.DueAt.IsZero() {
+		due = ms(e.DueAt)
+	}
+	_, err := r.s.exec(ctx, `INSERT INTO events (`+eventCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		e.BotID, e.ID, nullStr(e.ConversationID), e.UserID, e.Type, rawText(e.Payload), ms(e.CreatedAt),
+		e.MessageID, e.WorkflowID, e.Status, e.FailureReason, due)
 	return r.s.fail(err, "event")
 }
 
 func (r chat) GetEvent(ctx context.Context, botID, id string) (*model.Event, error) {
-	return one(ctx, r.s, "event", func(sc scanner) (*model.Event, error) {
-		var e model.Event
-		var conv sql.NullString
-		var payload string
-		var c int64
-		if err := sc.Scan(&e.BotID, &e.ID, &conv, &e.UserID, &e.Type, &payload, &c); err != nil {
-			return nil, err
-		}
-		e.ConversationID, e.Payload, e.CreatedAt = conv.String, json.RawMessage(payload), fromMS(c)
-		return &e, nil
-	}, `SELECT bot_id, id, conversation_id, user_id, type, payload, created_at FROM events WHERE bot_id = ? AND id = ?`, botID, id)
+	return one(ctx, r.s, "event", scanEvent, `SELECT `+eventCols+` FROM events WHERE bot_id = ? AND id = ?`, botID, id)
 }
 
 // ---- signals
@@ -321,6 +395,14 @@ func (r chat) AppendSignalTurn(ctx context.Context, sg *model.Signal, t *model.T
 	})
 }
 
+func (r chat) RedactMessageSignal(ctx context.Context, botID, conversationID, messageID, typ string, data json.RawMessage) error {
+	// The message's data starts with its id (wire.MessageCreatedData).
+	b, _ := json.Marshal(messageID)
+	_, err := r.s.exec(ctx, `UPDATE signals SET type = ?, data = ? WHERE bot_id = ? AND conversation_id = ? AND type = ? AND data LIKE ?`,
+		typ, rawText(data), botID, conversationID, model.SignalMessageCreated, `{"id":`+string(b)+`,%`)
+	return r.s.fail(err, "signal")
+}
+
 func (r chat) SignalsAfter(ctx context.Context, botID, conversationID string, after int64, limit int) ([]*model.Signal, error) {
 	if limit <= 0 {
 		limit = maxPageSize
@@ -386,11 +468,11 @@ func (r chat) PendingTurnInputs(ctx context.Context, botID, conversationID strin
 		var c int64
 		var mID, mConv, mUser, mPayload, mMeta, mTags, mDir sql.NullString
 		var mAt sql.NullInt64
-		var eID, eConv, eUser, eType, ePayload sql.NullString
+		var eID, eConv, eUser, eType, ePayload, eStatus, eMsg sql.NullString
 		var eAt sql.NullInt64
 		if err := sc.Scan(&t.BotID, &t.ConversationID, &t.Seq, &t.Kind, &t.RefID, &t.UserID, &t.Attempts, &c,
 			&mID, &mConv, &mUser, &mPayload, &mMeta, &mTags, &mDir, &mAt,
-			&eID, &eConv, &eUser, &eType, &ePayload, &eAt); err != nil {
+			&eID, &eConv, &eUser, &eType, &ePayload, &eAt, &eStatus, &eMsg); err != nil {
 			return store.PendingTurn{}, err
 		}
 		t.CreatedAt = fromMS(c)
@@ -408,12 +490,13 @@ func (r chat) PendingTurnInputs(ctx context.Context, botID, conversationID strin
 		}
 		if eID.Valid {
 			p.Event = &model.Event{BotID: t.BotID, ID: eID.String, ConversationID: eConv.String, UserID: eUser.String,
-				Type: eType.String, Payload: json.RawMessage(ePayload.String), CreatedAt: fromMS(eAt.Int64)}
+				Type: eType.String, Payload: json.RawMessage(ePayload.String), CreatedAt: fromMS(eAt.Int64),
+				Status: eStatus.String, MessageID: eMsg.String}
 		}
 		return p, nil
 	}, `SELECT t.bot_id, t.conversation_id, t.seq, t.kind, t.ref_id, t.user_id, t.attempts, t.created_at,
 		m.id, m.conversation_id, m.user_id, m.payload, m.metadata, m.tags, m.direction, m.created_at,
-		e.id, e.conversation_id, e.user_id, e.type, e.payload, e.created_at
+		e.id, e.conversation_id, e.user_id, e.type, e.payload, e.created_at, e.status, e.message_id
 		FROM turns t
 		LEFT JOIN messages m ON t.kind = ? AND m.bot_id = t.bot_id AND m.id = t.ref_id
 		LEFT JOIN events e ON t.kind = ? AND e.bot_id = t.bot_id AND e.id = t.ref_id
@@ -432,6 +515,23 @@ func (r chat) PendingConversations(ctx context.Context, limit int) ([]model.Conv
 		return c, sc.Scan(&c.BotID, &c.ConversationID, &oldest)
 	}, `SELECT bot_id, conversation_id, MIN(created_at) AS oldest FROM turns
 		GROUP BY bot_id, conversation_id ORDER BY oldest, bot_id, conversation_id LIMIT ?`, limit)
+}
+
+// UnleasedPendingConversations joins the pending turns with their
+// conversations' leases (one index lookup each).
+func (r chat) UnleasedPendingConversations(ctx context.Context, leasePrefix string, limit int) ([]model.ConversationRef, error) {
+	if limit <= 0 {
+		limit = maxPageSize
+	}
+	return all(ctx, r.s, "turns", func(sc scanner) (model.ConversationRef, error) {
+		var c model.ConversationRef
+		var oldest int64
+		return c, sc.Scan(&c.BotID, &c.ConversationID, &oldest)
+	}, `SELECT t.bot_id, t.conversation_id, MIN(t.created_at) AS oldest FROM turns t
+		LEFT JOIN leases l ON l.name = CAST(? AS TEXT) || t.bot_id || ':' || t.conversation_id
+		WHERE l.name IS NULL OR l.expires_at <= ?
+		GROUP BY t.bot_id, t.conversation_id ORDER BY oldest, t.bot_id, t.conversation_id LIMIT ?`,
+		leasePrefix, time.Now().UnixMilli(), limit)
 }
 
 // CompleteTurn is idempotent: completing a turn twice (say, after a
@@ -468,26 +568,92 @@ func (r states) Put(ctx context.Context, botID, scope, ownerID string, data json
 
 type leases struct{ s *Store }
 
-// Acquire is one upsert: the update only happens when the lease is ours or
-// has expired, so a zero row count means someone else holds it.
+// Acquire is Take without the details.
 func (r leases) Acquire(ctx context.Context, name, holder string, ttl time.Duration) (bool, error) {
-	now := time.Now()
-	res, err := r.s.exec(ctx, `INSERT INTO leases (name, holder, expires_at) VALUES (?, ?, ?)
-		ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, expires_at = excluded.expires_at
-		WHERE leases.holder = excluded.holder OR leases.expires_at <= ?`,
-		name, holder, now.Add(ttl).UnixMilli(), now.UnixMilli())
-	if err != nil {
-		return false, r.s.fail(err, "lease")
-	}
-	n, err := res.RowsAffected()
-	if err != nil {
-		return false, err
-	}
-	return n > 0, nil
+	_, ok, err := r.Take(ctx, name, holder, ttl)
+	return ok, err
 }
 
-// Release is a no-op unless holder holds the lease.
+// Take reads the lease, then writes it conditionally on what it read (its
+// epoch and expiry): of two nodes racing for an expired lease, one update
+// matches no row and that node is refused. A takeover or a take after a
+// release starts a new epoch; a renewal keeps it.
+func (r leases) Take(ctx context.Context, name, holder string, ttl time.Duration) (store.Lease, bool, error) {
+	now := time.Now()
+	until := now.Add(ttl).UnixMilli()
+	var cur string
+	var epoch, expires int64
+	err := r.s.queryRow(ctx, `SELECT holder, epoch, expires_at FROM leases WHERE name = ?`, name).Scan(&cur, &epoch, &expires)
+	if errors.Is(err, sql.ErrNoRows) {
+		res, err := r.s.exec(ctx, `INSERT INTO leases (name, holder, expires_at, epoch) VALUES (?, ?, ?, 1)
+			ON CONFLICT (name) DO NOTHING`, name, holder, until)
+		if n, err := affected(res, err); err != nil || n == 0 {
+			return store.Lease{}, false, r.s.fail(err, "lease")
+		}
+		return store.Lease{Epoch: 1}, true, nil
+	}
+	if err != nil {
+		return store.Lease{}, false, r.s.fail(err, "lease")
+	}
+	live := expires > now.UnixMilli()
+	switch {
+	case live && cur != holder:
+		return store.Lease{Holder: cur}, false, nil
+	case live: // ours: a renewal
+		res, err := r.s.exec(ctx, `UPDATE leases SET expires_at = ? WHERE name = ? AND holder = ? AND epoch = ?`, until, name, holder, epoch)
+		n, err := affected(res, err)
+		if err != nil || n == 0 {
+			return store.Lease{}, false, r.s.fail(err, "lease")
+		}
+		return store.Lease{Epoch: epoch}, true, nil
+	}
+	res, err := r.s.exec(ctx, `UPDATE leases SET holder = ?, epoch = epoch + 1, expires_at = ?
+		WHERE name = ? AND epoch = ? AND expires_at = ?`, holder, until, name, epoch, expires)
+	n, err := affected(res, err)
+	if err != nil || n == 0 {
+		return store.Lease{}, false, r.s.fail(err, "lease")
+	}
+	l := store.Lease{Epoch: epoch + 1}
+	if expires > 0 && cur != holder { // expired, not released: a takeover
+		l.From, l.FromExpired = cur, time.UnixMilli(expires)
+	}
+	return l, true, nil
+}
+
+// Renew is one conditional UPDATE; a released lease (expires_at 0) is not
+// renewed.
+func (r leases) Renew(ctx context.Context, name, holder string, epoch int64, ttl time.Duration) (bool, error) {
+	res, err := r.s.exec(ctx, `UPDATE leases SET expires_at = ? WHERE name = ? AND holder = ? AND epoch = ? AND expires_at > 0`,
+		time.Now().Add(ttl).UnixMilli(), name, holder, epoch)
+	n, err := affected(res, err)
+	return n > 0, r.s.fail(err, "lease")
+}
+
+// Check is an UPDATE that changes nothing but matches only the fence's
+// holder and epoch: it takes the row lock (a concurrent Take waits for
+// this transaction, then sees its writes) and fails once the lease moved.
+func (r leases) Check(ctx context.Context, f store.Fence) error {
+	res, err := r.s.exec(ctx, `UPDATE leases SET epoch = epoch WHERE name = ? AND holder = ? AND epoch = ?`, f.Name, f.Holder, f.Epoch)
+	n, err := affected(res, err)
+	if err != nil {
+		return r.s.fail(err, "lease")
+	}
+	if n == 0 {
+		return store.ErrFenced
+	}
+	return nil
+}
+
+func affected(res sql.Result, err error) (int64, error) {
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
+}
+
+// Release expires holder's lease now; the row stays, so that the epoch
+// keeps growing.
 func (r leases) Release(ctx context.Context, name, holder string) error {
-	_, err := r.s.exec(ctx, `DELETE FROM leases WHERE name = ? AND holder = ?`, name, holder)
+	_, err := r.s.exec(ctx, `UPDATE leases SET expires_at = 0 WHERE name = ? AND holder = ?`, name, holder)
 	return r.s.fail(err, "lease")
 }

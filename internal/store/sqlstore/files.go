@@ -8,20 +8,18 @@ import (
 	"github.com/parley-bots/parley/internal/store"
 )
 
-var _ store.FilesProvider = (*Store)(nil)
-
 // Files returns the file records (and database-held contents).
 func (s *Store) Files() store.Files { return files{s} }
 
 // Feedback returns the message feedback store.
-func (s *Store) Feedback() store.FeedbackStore { return feedback{s} }
+func (s *Store) Feedback() store.Feedback { return feedback{s} }
 
 type files struct{ s *Store }
 
 const fileCols = `bot_id, id, file_key, size, content_type, tags, access_policies, indexed, status, failed_reason,
-	conversation_id, user_id, expires_at, created_at, updated_at`
+	conversation_id, user_id, expires_at, created_at, updated_at, metadata, upload_nonce`
 
-func (r files) CreateFile(ctx context.Context, f *store.File) error {
+func (r files) CreateFile(ctx context.Context, f *model.File) error {
 	newID(&f.ID)
 	now := model.Now()
 	stamp(&f.CreatedAt, now)
@@ -34,24 +32,33 @@ func (r files) CreateFile(ctx context.Context, f *store.File) error {
 	if err != nil {
 		return err
 	}
-	_, err = r.s.exec(ctx, `INSERT INTO files (`+fileCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+	meta, err := jsonText(nonNilAny(f.Metadata))
+	if err != nil {
+		return err
+	}
+	_, err = r.s.exec(ctx, `INSERT INTO files (`+fileCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		f.BotID, f.ID, f.Key, f.Size, f.ContentType, tags, pol, boolInt(f.Index), f.Status, f.FailedReason,
-		f.ConversationID, f.UserID, ms(f.ExpiresAt), ms(f.CreatedAt), ms(f.UpdatedAt))
+		f.ConversationID, f.UserID, ms(f.ExpiresAt), ms(f.CreatedAt), ms(f.UpdatedAt), meta, f.UploadNonce)
 	return r.s.fail(err, "file")
 }
 
-func (r files) GetFile(ctx context.Context, botID, id string) (*store.File, error) {
+func (r files) GetFile(ctx context.Context, botID, id string) (*model.File, error) {
 	return one(ctx, r.s, "file", scanFile, `SELECT `+fileCols+` FROM files WHERE bot_id = ? AND id = ?`, botID, id)
 }
 
-func scanFile(sc scanner) (*store.File, error) {
-	var f store.File
-	var tags, pol string
+func scanFile(sc scanner) (*model.File, error) {
+	var f model.File
+	var tags, pol, meta string
 	var idx int
 	var exp, c, u int64
 	if err := sc.Scan(&f.BotID, &f.ID, &f.Key, &f.Size, &f.ContentType, &tags, &pol, &idx, &f.Status, &f.FailedReason,
-		&f.ConversationID, &f.UserID, &exp, &c, &u); err != nil {
+		&f.ConversationID, &f.UserID, &exp, &c, &u, &meta, &f.UploadNonce); err != nil {
 		return nil, err
+	}
+	if meta != "{}" {
+		if err := fromJSON(meta, &f.Metadata); err != nil {
+			return nil, err
+		}
 	}
 	if err := fromJSON(tags, &f.Tags); err != nil {
 		return nil, err
@@ -63,17 +70,43 @@ func scanFile(sc scanner) (*store.File, error) {
 	return &f, nil
 }
 
-func (r files) UpdateFile(ctx context.Context, f *store.File) error {
+func (r files) UpdateFile(ctx context.Context, f *model.File) error {
 	stamp(&f.UpdatedAt, model.Now())
 	tags, err := jsonText(nonNilMap(f.Tags))
 	if err != nil {
 		return err
 	}
-	return r.s.execOne(ctx, "file", `UPDATE files SET size = ?, content_type = ?, tags = ?, status = ?, failed_reason = ?, updated_at = ?
-		WHERE bot_id = ? AND id = ?`, f.Size, f.ContentType, tags, f.Status, f.FailedReason, ms(f.UpdatedAt), f.BotID, f.ID)
+	pol, err := jsonText(nonNilSlice(f.AccessPolicies))
+	if err != nil {
+		return err
+	}
+	meta, err := jsonText(nonNilAny(f.Metadata))
+	if err != nil {
+		return err
+	}
+	return r.s.execOne(ctx, "file", `UPDATE files SET file_key = ?, size = ?, content_type = ?, tags = ?, access_policies = ?, indexed = ?,
+		status = ?, failed_reason = ?, expires_at = ?, updated_at = ?, metadata = ?, upload_nonce = ?
+		WHERE bot_id = ? AND id = ?`, f.Key, f.Size, f.ContentType, tags, pol, boolInt(f.Index), f.Status, f.FailedReason,
+		ms(f.ExpiresAt), ms(f.UpdatedAt), meta, f.UploadNonce, f.BotID, f.ID)
+}
+
+func (r files) CompleteUpload(ctx context.Context, f *model.File) (bool, error) {
+	stamp(&f.UpdatedAt, model.Now())
+	res, err := r.s.exec(ctx, `UPDATE files SET size = ?, status = ?, failed_reason = ?, updated_at = ?
+		WHERE bot_id = ? AND id = ? AND status = ?`, f.Size, f.Status, f.FailedReason, ms(f.UpdatedAt), f.BotID, f.ID, model.FileUploadPending)
+	if err != nil {
+		return false, r.s.fail(err, "file")
+	}
+	n, err := res.RowsAffected()
+	return n == 1, err
 }
 
 func (r files) DeleteFile(ctx context.Context, botID, id string) error {
+	if r.sqlite() { // the FTS5 table has no foreign key to cascade
+		if _, err := r.s.exec(ctx, `DELETE FROM file_passages_fts WHERE bot_id = ? AND file_id = ?`, botID, id); err != nil {
+			return r.s.fail(err, "passage")
+		}
+	}
 	return r.s.execOne(ctx, "file", `DELETE FROM files WHERE bot_id = ? AND id = ?`, botID, id)
 }
 
@@ -102,7 +135,7 @@ func (r files) DeleteBlob(ctx context.Context, botID, id string) error {
 
 type feedback struct{ s *Store }
 
-func (r feedback) PutFeedback(ctx context.Context, f *store.Feedback) error {
+func (r feedback) PutFeedback(ctx context.Context, f *model.Feedback) error {
 	stamp(&f.UpdatedAt, model.Now())
 	return r.s.tx(ctx, func(s *Store) error {
 		if _, err := s.exec(ctx, `DELETE FROM message_feedback WHERE bot_id = ? AND message_id = ? AND user_id = ?`,
@@ -120,7 +153,7 @@ func (r feedback) DeleteFeedback(ctx context.Context, botID, messageID, userID s
 	return r.s.fail(err, "feedback")
 }
 
-func (r feedback) FeedbackFor(ctx context.Context, botID, userID string, messageIDs []string) ([]*store.Feedback, error) {
+func (r feedback) FeedbackFor(ctx context.Context, botID, userID string, messageIDs []string) ([]*model.Feedback, error) {
 	if len(messageIDs) == 0 {
 		return nil, nil
 	}
@@ -130,8 +163,8 @@ func (r feedback) FeedbackFor(ctx context.Context, botID, userID string, message
 	}
 	q := `SELECT bot_id, message_id, user_id, value, comment, updated_at FROM message_feedback
 		WHERE bot_id = ? AND user_id = ? AND message_id IN (?` + strings.Repeat(", ?", len(messageIDs)-1) + `)`
-	return all(ctx, r.s, "feedback", func(sc scanner) (*store.Feedback, error) {
-		var f store.Feedback
+	return all(ctx, r.s, "feedback", func(sc scanner) (*model.Feedback, error) {
+		var f model.Feedback
 		var u int64
 		if err := sc.Scan(&f.BotID, &f.MessageID, &f.UserID, &f.Value, &f.Comment, &u); err != nil {
 			return nil, err
@@ -139,6 +172,13 @@ func (r feedback) FeedbackFor(ctx context.Context, botID, userID string, message
 		f.UpdatedAt = fromMS(u)
 		return &f, nil
 	}, q, args...)
+}
+
+func nonNilAny(m map[string]any) map[string]any {
+	if m == nil {
+		return map[string]any{}
+	}
+	return m
 }
 
 func nonNilMap(m map[string]string) map[string]string {

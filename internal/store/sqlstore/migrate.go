@@ -107,7 +107,7 @@ func (db *DB) step(ctx context.Context) (done bool, err error) {
 			return nil
 		}
 		m := migrations[v]
-		if _, err := s.exec(ctx, m.sql); err != nil {
+		if _, err := s.exec(ctx, forDialect(m.sql, db.e.d.Name)); err != nil {
 			return fmt.Errorf("migration %s: %w", m.name, err)
 		}
 		_, err = s.exec(ctx, `INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)`, m.version, time.Now().UnixMilli())
@@ -139,4 +139,26 @@ func (db *DB) Migrated(ctx context.Context) error {
 		return fmt.Errorf("database schema version %d, want %d", v, len(migrations))
 	}
 	return nil
+}
+
+// forDialect keeps the lines of a migration meant for engine: lines
+// between "-- only <name>" and "-- end" run only on engine <name>.
+func forDialect(sql, engine string) string {
+	var b strings.Builder
+	keep := true
+	for _, line := range strings.SplitAfter(sql, "\n") {
+		t := strings.TrimSpace(line)
+		if name, ok := strings.CutPrefix(t, "-- only "); ok {
+			keep = strings.TrimSpace(name) == engine
+			continue
+		}
+		if t == "-- end" {
+			keep = true
+			continue
+		}
+		if keep {
+			b.WriteString(line)
+		}
+	}
+	return b.String()
 }

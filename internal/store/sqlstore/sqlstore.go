@@ -107,6 +107,9 @@ func New(db *sql.DB, d Dialect) *DB {
 // SQL returns the underlying database (for tests and tooling).
 func (db *DB) SQL() *sql.DB { return db.e.db }
 
+// Stats reports the connection pool.
+func (db *DB) Stats() sql.DBStats { return db.e.db.Stats() }
+
 func (db *DB) Ping(ctx context.Context) error { return db.e.db.PingContext(ctx) }
 func (db *DB) Engine() string                 { return db.e.d.Name }
 
@@ -563,4 +566,10 @@ func one[T any](ctx context.Context, s *Store, what string, scan func(scanner) (
 		return zero, s.fail(err, what)
 	}
 	return v, nil
+}
+
+// NewCommitter implements store.DB: each write in a transaction of its
+// own (the sqlite package overrides it with group commit).
+func (db *DB) NewCommitter(after store.AfterCommit) store.Committer {
+	return store.DirectCommitter{DB: db, After: after}
 }

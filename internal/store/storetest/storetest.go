@@ -50,11 +50,20 @@ func Run(t *testing.T, open func(t *testing.T) store.DB) {
 		{"States", testStates},
 		{"Leases", testLeases},
 		{"DialogTimeouts", testDialogTimeouts},
+		{"Deliveries", testDeliveries},
+		{"Files", testFiles},
+		{"FilesAPI", testFilesAPI},
+		{"Feedback", testFeedback},
+		{"Committer", testCommitter},
 		{"InTx", testInTx},
 		{"BotIsolation", testBotIsolation},
 		{"BotDeleteCascades", testBotDelete},
 		{"ConcurrentWrites", testConcurrentWrites},
 		{"Lifecycle", testLifecycle},
+		{"RuntimeTags", testRuntimeTags},
+		{"RuntimeEvents", testRuntimeEvents},
+		{"RuntimeStates", testRuntimeStates},
+		{"WorkflowsTasksAnalytics", testWorkflowsTasksAnalytics},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

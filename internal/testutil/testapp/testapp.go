@@ -26,9 +26,9 @@ func Config(t testing.TB, databaseURL string) app.Config {
 }
 
 // Start starts a server and stops it when the test ends.
-func Start(t testing.TB, cfg app.Config) *app.App {
+func Start(t testing.TB, cfg app.Config, opts ...app.Option) *app.App {
 	t.Helper()
-	a, err := app.Start(context.Background(), cfg, Logger(t))
+	a, err := app.Start(context.Background(), cfg, Logger(t), opts...)
 	if err != nil {
 		t.Fatalf("start parley: %v", err)
 	}

@@ -138,9 +138,13 @@ func adminDB(base string) (*sql.DB, error) {
 }
 
 // withSearchPath adds search_path to a URL or key=value connection string.
+// withSearchPath also turns off postgres.IdleInTransactionTimeout: tests
+// under -race on a loaded machine can pause a second between two
+// statements of a transaction. The failover test (cmd/parley) removes
+// it to test the default.
 func withSearchPath(base, schema string) (string, error) {
 	if !strings.Contains(base, "://") {
-		return base + " search_path=" + schema, nil
+		return base + " search_path=" + schema + " idle_in_transaction_session_timeout=0", nil
 	}
 	u, err := url.Parse(base)
 	if err != nil {
@@ -148,6 +152,7 @@ func withSearchPath(base, schema string) (string, error) {
 	}
 	q := u.Query()
 	q.Set("search_path", schema)
+	q.Set("idle_in_transaction_session_timeout", "0")
 	u.RawQuery = q.Encode()
 	return u.String(), nil
 }

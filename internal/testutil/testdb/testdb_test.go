@@ -45,8 +45,10 @@ func TestWithSearchPath(t *testing.T) {
 	if err != nil || !strings.Contains(got, "search_path=s1") || !strings.Contains(got, "sslmode=disable") {
 		t.Fatalf("url form: %q %v", got, err)
 	}
+	// Tests also turn the idle-in-transaction timeout off (a -race run can
+	// sit in a migration's transaction past the production default).
 	got, _ = withSearchPath("host=h dbname=db", "s1")
-	if got != "host=h dbname=db search_path=s1" {
+	if got != "host=h dbname=db search_path=s1 idle_in_transaction_session_timeout=0" {
 		t.Fatalf("dsn form: %q", got)
 	}
 }

@@ -1,12 +1,13 @@
-// Package botdir reads and writes workflow bot folders: a bot.yaml file
-// (the bot JSON document as YAML) plus JavaScript files that it references
-// with "file:<path>" strings (hooks, actions, code cards), and scripted
-// conversations under tests/*.yaml. `parley bot` uses it.
+// Package botdir reads and writes bot folders: a bot.yaml file (the bot
+// JSON document as YAML) plus JavaScript files that it references with
+// "file:<path>" strings (hooks, actions, code cards), and scripted
+// conversations under tests/*.yaml. A code bot's folder is a bot.yaml with
+// a top-level "code" (usually "file:bot.js") and no workflows.
+// `parley bot` uses it.
 package botdir
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -21,150 +22,6 @@ import (
 	"github.com/parley-bots/parley/internal/runtime"
 	"github.com/parley-bots/parley/internal/workflow"
 )
-
-// BotFile is the bot's main file inside a folder.
-const BotFile = "bot.yaml"
-
-const filePrefix = "file:"
-
-// Build reads a bot folder and returns its bot JSON document: bot.yaml with
-// every "file:<path>" string replaced by that file's text.
-func Build(dir string) (json.RawMessage, error) {
-	raw, err := os.ReadFile(filepath.Join(dir, BotFile))
-	if err != nil {
-		return nil, err
-	}
-	var doc any
-	if err := yaml.Unmarshal(raw, &doc); err != nil {
-		return nil, fmt.Errorf("%s: %w", BotFile, err)
-	}
-	doc, err = inline(dir, normalizeYAML(doc))
-	if err != nil {
-		return nil, err
-	}
-	return json.MarshalIndent(doc, "", "  ")
-}
-
-// normalizeYAML turns YAML maps with non-string keys into JSON objects.
-func normalizeYAML(v any) any {
-	switch x := v.(type) {
-	case map[string]any:
-		for k, it := range x {
-			x[k] = normalizeYAML(it)
-		}
-		return x
-	case map[any]any:
-		m := make(map[string]any, len(x))
-		for k, it := range x {
-			m[fmt.Sprint(k)] = normalizeYAML(it)
-		}
-		return m
-	case []any:
-		for i, it := range x {
-			x[i] = normalizeYAML(it)
-		}
-	}
-	return v
-}
-
-func inline(dir string, v any) (any, error) {
-	switch x := v.(type) {
-	case string:
-		if p, ok := strings.CutPrefix(x, filePrefix); ok {
-			p = strings.TrimSpace(p)
-			if filepath.IsAbs(p) || strings.HasPrefix(filepath.Clean(p), "..") {
-				return nil, fmt.Errorf("%s: files must be inside the bot folder", x)
-			}
-			b, err := os.ReadFile(filepath.Join(dir, p))
-			if err != nil {
-				return nil, err
-			}
-			return strings.TrimRight(string(b), "\n"), nil
-		}
-	case map[string]any:
-		for k, it := range x {
-			n, err := inline(dir, it)
-			if err != nil {
-				return nil, err
-			}
-			x[k] = n
-		}
-	case []any:
-		for i, it := range x {
-			n, err := inline(dir, it)
-			if err != nil {
-				return nil, err
-			}
-			x[i] = n
-		}
-	}
-	return v, nil
-}
-
-var unsafeName = regexp.MustCompile(`[^A-Za-z0-9_-]+`)
-
-// Write exports a bot JSON document to a folder: hooks, actions and code
-// cards go to .js files referenced from bot.yaml.
-func Write(dir string, botJSON json.RawMessage) error {
-	var doc map[string]any
-	if err := json.Unmarshal(botJSON, &doc); err != nil {
-		return err
-	}
-	files := map[string]string{}
-	ref := func(path, code string) string {
-		files[path] = code
-		return filePrefix + path
-	}
-	if hooks, ok := doc["hooks"].(map[string]any); ok {
-		for name, code := range hooks {
-			if s, ok := code.(string); ok {
-				hooks[name] = ref("hooks/"+unsafeName.ReplaceAllString(name, "_")+".js", s)
-			}
-		}
-	}
-	if actions, ok := doc["actions"].(map[string]any); ok {
-		for name, a := range actions {
-			if m, ok := a.(map[string]any); ok {
-				if s, ok := m["code"].(string); ok {
-					m["code"] = ref("actions/"+unsafeName.ReplaceAllString(name, "_")+".js", s)
-				}
-			}
-		}
-	}
-	if flows, ok := doc["workflows"].(map[string]any); ok {
-		for fid, f := range flows {
-			nodes, _ := f.(map[string]any)["nodes"].(map[string]any)
-			for nid, n := range nodes {
-				cards, _ := n.(map[string]any)["cards"].([]any)
-				for i, c := range cards {
-					if m, ok := c.(map[string]any); ok && m["type"] == "code" {
-						if s, ok := m["code"].(string); ok && strings.Contains(s, "\n") {
-							name := unsafeName.ReplaceAllString(fmt.Sprintf("%s-%s-%d", fid, nid, i), "_")
-							m["code"] = ref("code/"+name+".js", s)
-						}
-					}
-				}
-			}
-		}
-	}
-	out, err := yaml.Marshal(doc)
-	if err != nil {
-		return err
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	for p, code := range files {
-		full := filepath.Join(dir, p)
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			return err
-		}
-		if err := os.WriteFile(full, []byte(code+"\n"), 0o644); err != nil {
-			return err
-		}
-	}
-	return os.WriteFile(filepath.Join(dir, BotFile), out, 0o644)
-}
 
 // Script is a scripted conversation: steps alternate user input and what
 // the bot should say.

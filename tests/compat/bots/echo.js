@@ -1,4 +1,4 @@
-// The "hello bot" the @botpress/chat e2e tests assume (contract §7.4),
+// The "hello bot" the @botpress/chat e2e tests assume (the upstream client's e2e suite),
 // written with Parley's code API.
 bot.on.message('*', async ({ message, client }) => {
   const p = message.payload

@@ -1,10 +1,21 @@
 import { StrictMode } from 'react'
 import { createRoot } from 'react-dom/client'
+import { QueryClientProvider } from '@tanstack/react-query'
+import { Router } from 'wouter'
+import { useHashLocation } from 'wouter/use-hash-location'
+import { queryClient } from './api/queryClient'
 import { App } from './App'
 import './style.css'
 
-createRoot(document.getElementById('root')!).render(
+const root = document.getElementById('root')
+if (!root) throw new Error('index.html has no #root')
+
+createRoot(root).render(
   <StrictMode>
-    <App />
+    <QueryClientProvider client={queryClient}>
+      <Router hook={useHashLocation}>
+        <App />
+      </Router>
+    </QueryClientProvider>
   </StrictMode>,
 )

@@ -1,0 +1,114 @@
+package store
+
+import (
+	"context"
+
+	"github.com/parley-bots/parley/internal/model"
+)
+
+// Write is one write of the chat pipeline: what Apply stores, the signal
+// that announces it and the turn it gives the bot, committed together.
+// Apply must be re-runnable: a Committer may run it again in another
+// transaction (it fixes its ids and times before being submitted; signal
+// and turn numbers are reassigned).
+type Write struct {
+	Apply  func(ctx context.Context, tx Store) error // may be nil
+	Signal *model.Signal                             // may be nil
+	Turn   *model.Turn                               // may be nil; same conversation as Signal
+	// More are further signals appended after Signal, in order, in the
+	// same transaction (a bot turn's held replies, committed with the
+	// turn's completion).
+	More []*model.Signal
+	// Fence, when set, is checked first in the transaction (Leases.Check):
+	// the write commits nothing, failing with ErrFenced, once another node
+	// took over the lease it was done under.
+	Fence *Fence
+}
+
+// Signals are the write's signals in order: Signal, then More.
+func (w *Write) Signals() []*model.Signal {
+	if w.Signal == nil {
+		return w.More
+	}
+	return append([]*model.Signal{w.Signal}, w.More...)
+}
+
+// Conversation is the conversation the write's signal or turn belongs to.
+func (w *Write) Conversation() model.ConversationRef {
+	switch {
+	case w.Signal != nil:
+		return model.ConversationRef{BotID: w.Signal.BotID, ConversationID: w.Signal.ConversationID}
+	case w.Turn != nil:
+		return model.ConversationRef{BotID: w.Turn.BotID, ConversationID: w.Turn.ConversationID}
+	case len(w.More) > 0:
+		return model.ConversationRef{BotID: w.More[0].BotID, ConversationID: w.More[0].ConversationID}
+	}
+	return model.ConversationRef{}
+}
+
+// Run applies the write inside tx: Apply, then the signal (and turn) with
+// their sequence numbers.
+func (w *Write) Run(ctx context.Context, tx Store) error {
+	if w.Fence != nil {
+		if err := tx.Leases().Check(ctx, *w.Fence); err != nil {
+			return err
+		}
+	}
+	if w.Apply != nil {
+		if err := w.Apply(ctx, tx); err != nil {
+			return err
+		}
+	}
+	var err error
+	switch {
+	case w.Signal != nil:
+		err = tx.Chat().AppendSignalTurn(ctx, w.Signal, w.Turn)
+	case w.Turn != nil:
+		err = tx.Chat().EnqueueTurn(ctx, w.Turn)
+	}
+	for _, sg := range w.More {
+		if err != nil {
+			return err
+		}
+		err = tx.Chat().AppendSignal(ctx, sg)
+	}
+	return err
+}
+
+// AfterCommit is told of every committed write, in commit order: it
+// publishes the signals (Write.Signals, in order) and wakes the turn
+// dispatcher. Durable first, then
+// announced: nothing announced can be lost.
+type AfterCommit func(w *Write)
+
+// Committer commits the chat pipeline's writes. A caller returns only
+// after the transaction holding its write committed, with its own result.
+type Committer interface {
+	// Commit submits w and waits for its outcome. Once queued, a write is
+	// not abandoned when ctx ends: a reported failure never hides a stored
+	// write.
+	Commit(ctx context.Context, w *Write) error
+	// Submit queues w and returns the wait for its outcome.
+	Submit(ctx context.Context, w *Write) (wait func() error)
+}
+
+// DirectCommitter commits each write in a transaction of its own, then
+// runs after. It is PostgreSQL's: concurrent transactions overlap their
+// round trips and PostgreSQL already groups their WAL flushes, so batching
+// measured slower there.
+type DirectCommitter struct {
+	DB    Store
+	After AfterCommit
+}
+
+// Commit implements Committer.
+func (c DirectCommitter) Commit(ctx context.Context, w *Write) error { return c.Submit(ctx, w)() }
+
+// Submit implements Committer; the write is committed before it returns.
+func (c DirectCommitter) Submit(ctx context.Context, w *Write) (wait func() error) {
+	err := c.DB.InTx(ctx, func(tx Store) error { return w.Run(ctx, tx) })
+	if err == nil && c.After != nil {
+		c.After(w)
+	}
+	return func() error { return err }
+}

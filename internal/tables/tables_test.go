@@ -1,0 +1,293 @@
+package tables_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/parley-bots/parley/internal/model"
+	"github.com/parley-bots/parley/internal/store"
+	"github.com/parley-bots/parley/internal/tables"
+	"github.com/parley-bots/parley/internal/testutil/testdb"
+)
+
+// engines runs fn on SQLite and PostgreSQL (skipped when unreachable,
+// unless PARLEY_TEST_REQUIRE_POSTGRES=1).
+func engines(t *testing.T, fn func(t *testing.T, db store.DB)) {
+	t.Run("sqlite", func(t *testing.T) { fn(t, testdb.SQLite(t)) })
+	t.Run("postgres", func(t *testing.T) { fn(t, testdb.Postgres(t)) })
+}
+
+func must(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func newBot(t testing.TB, db store.DB) string {
+	ctx := context.Background()
+	a := &model.Account{Email: model.NewID() + "@example.com"}
+	must(t, db.Accounts().Create(ctx, a))
+	w := &model.Workspace{Name: "ws", OwnerID: a.ID, Handle: "h" + strings.ToLower(a.ID[len(a.ID)-10:])}
+	must(t, db.Workspaces().Create(ctx, w))
+	b := &model.Bot{WorkspaceID: w.ID, Name: "bot", Type: model.DefaultBotType}
+	must(t, db.Bots().Create(ctx, b))
+	return b.ID
+}
+
+func obj(s string) map[string]any {
+	var m map[string]any
+	if err := json.Unmarshal([]byte(s), &m); err != nil {
+		panic(s + ": " + err.Error())
+	}
+	return m
+}
+
+const peopleSchema = `{"type":"object","properties":{
+	"name":{"type":"string","x-zui":{"searchable":true}},
+	"age":{"type":"number"},
+	"active":{"type":"boolean"},
+	"city":{"type":"string","nullable":true},
+	"langs":{"type":"array","items":{"type":"string"}}
+},"required":["name"]}`
+
+var people = []string{
+	`{"name":"Ada","age":36,"active":true,"city":"London","langs":["en"]}`,
+	`{"name":"Grace","age":85,"active":false,"city":"New York"}`,
+	`{"name":"Alan","age":41,"active":true,"city":"London"}`,
+	`{"name":"Linus","age":28,"active":true,"city":null}`,
+	`{"name":"Barbara","age":67,"active":false}`,
+	`{"name":"ada lovelace","age":36,"active":false,"city":"Paris"}`,
+}
+
+func seed(t testing.TB, db store.DB) (string, *tables.Tables, *tables.Rows, *tables.Jobs) {
+	ts, rs, js := tables.New(db, nil)
+	bot := newBot(t, db)
+	_, err := ts.Create(context.Background(), bot, tables.TableInput{Name: "PeopleTable", Schema: obj(peopleSchema)})
+	must(t, err)
+	var rows []map[string]any
+	for _, p := range people {
+		rows = append(rows, obj(p))
+	}
+	_, err = rs.Create(context.Background(), bot, "PeopleTable", rows)
+	must(t, err)
+	return bot, ts, rs, js
+}
+
+// filterCases: the same expected row ids on both engines.
+var filterCases = []struct {
+	name, body string
+	ids        []int64
+}{
+	{"all", `{}`, []int64{1, 2, 3, 4, 5, 6}},
+	{"shorthand eq", `{"filter":{"city":"London"}}`, []int64{1, 3}},
+	{"eq", `{"filter":{"age":{"$eq":36}}}`, []int64{1, 6}},
+	{"ne includes missing", `{"filter":{"city":{"$ne":"London"}}}`, []int64{2, 4, 5, 6}},
+	{"gt", `{"filter":{"age":{"$gt":41}}}`, []int64{2, 5}},
+	{"gte lte", `{"filter":{"age":{"$gte":36,"$lte":41}}}`, []int64{1, 3, 6}},
+	{"lt", `{"filter":{"age":{"$lt":30}}}`, []int64{4}},
+	{"string range", `{"filter":{"name":{"$gte":"B","$lt":"H"}}}`, []int64{2, 5}},
+	{"boolean", `{"filter":{"active":false}}`, []int64{2, 5, 6}},
+	{"in", `{"filter":{"city":{"$in":["Paris","New York"]}}}`, []int64{2, 6}},
+	{"nin includes missing", `{"filter":{"city":{"$nin":["London"]}}}`, []int64{2, 4, 5, 6}},
+	{"exists", `{"filter":{"city":{"$exists":true}}}`, []int64{1, 2, 3, 6}},
+	{"not exists", `{"filter":{"city":{"$exists":false}}}`, []int64{4, 5}},
+	{"eq null", `{"filter":{"city":null}}`, []int64{4, 5}},
+	{"exists array", `{"filter":{"langs":{"$exists":true}}}`, []int64{1}},
+	{"regex", `{"filter":{"name":{"$regex":"^a"}}}`, []int64{6}},
+	{"regex options", `{"filter":{"name":{"$regex":"^a","$options":"i"}}}`, []int64{1, 3, 6}},
+	{"regex alternation", `{"filter":{"name":{"$regex":"(ace|ara)$"}}}`, []int64{2, 5, 6}},
+	{"and", `{"filter":{"$and":[{"active":true},{"age":{"$gt":30}}]}}`, []int64{1, 3}},
+	{"or", `{"filter":{"$or":[{"city":"Paris"},{"age":{"$lt":30}}]}}`, []int64{4, 6}},
+	{"not", `{"filter":{"$not":{"city":"London"}}}`, []int64{2, 4, 5, 6}},
+	{"field not", `{"filter":{"age":{"$not":{"$gt":40}}}}`, []int64{1, 4, 6}},
+	{"nested", `{"filter":{"$or":[{"$and":[{"active":true},{"$not":{"city":{"$exists":true}}}]},{"$and":[{"age":{"$gte":60}},{"$not":{"$or":[{"name":"Grace"},{"city":"Paris"}]}}]}]}}`, []int64{4, 5}},
+	{"id and createdAt", `{"filter":{"id":{"$in":[2,3,9]},"createdAt":{"$gt":"2000-01-01T00:00:00Z"}}}`, []int64{2, 3}},
+	{"search", `{"search":"ADA"}`, []int64{1, 6}},
+	{"search with filter", `{"search":"a","filter":{"active":true}}`, []int64{1, 3}},
+	{"order desc", `{"orderBy":"age","orderDirection":"desc","limit":3}`, []int64{2, 5, 3}},
+	{"order string, offset", `{"orderBy":"name","offset":1,"limit":2}`, []int64{3, 5}},
+	{"order nulls first", `{"orderBy":"city","limit":3}`, []int64{4, 5, 1}},
+}
+
+func TestFindRowsFilters(t *testing.T) {
+	engines(t, func(t *testing.T, db store.DB) {
+		bot, _, rs, _ := seed(t, db)
+		for _, c := range filterCases {
+			var in tables.FindInput
+			must(t, json.Unmarshal([]byte(c.body), &in))
+			res, err := rs.Find(context.Background(), bot, "PeopleTable", in)
+			if err != nil {
+				t.Errorf("%s: %v", c.name, err)
+				continue
+			}
+			ids := []int64{}
+			for _, r := range res.Rows {
+				ids = append(ids, r.ID)
+			}
+			if !reflect.DeepEqual(ids, c.ids) {
+				t.Errorf("%s: got ids %v, want %v", c.name, ids, c.ids)
+			}
+		}
+	})
+}
+
+var groupCases = []struct {
+	name, body, want string
+}{
+	{"count by key", `{"group":{"active":"key","id":"count"}}`,
+		`[{"activeKey":false,"idCount":3},{"activeKey":true,"idCount":3}]`},
+	{"aggregates", `{"group":{"city":"key","age":["sum","avg","min","max"]},"filter":{"city":{"$exists":true}}}`,
+		`[{"ageAvg":38.5,"ageMax":41,"ageMin":36,"ageSum":77,"cityKey":"London"},{"ageAvg":85,"ageMax":85,"ageMin":85,"ageSum":85,"cityKey":"New York"},{"ageAvg":36,"ageMax":36,"ageMin":36,"ageSum":36,"cityKey":"Paris"}]`},
+	{"unique without key", `{"group":{"city":"unique","name":"count"}}`,
+		`[{"cityUnique":["London","New York","Paris"],"nameCount":6}]`},
+}
+
+func TestFindRowsGroup(t *testing.T) {
+	engines(t, func(t *testing.T, db store.DB) {
+		bot, _, rs, _ := seed(t, db)
+		for _, c := range groupCases {
+			var in tables.FindInput
+			must(t, json.Unmarshal([]byte(c.body), &in))
+			res, err := rs.Find(context.Background(), bot, "PeopleTable", in)
+			if err != nil {
+				t.Errorf("%s: %v", c.name, err)
+				continue
+			}
+			got, _ := json.Marshal(res.Groups)
+			var g, w any
+			_ = json.Unmarshal(got, &g)
+			_ = json.Unmarshal([]byte(c.want), &w)
+			if !reflect.DeepEqual(g, w) {
+				t.Errorf("%s:\n got %s\nwant %s", c.name, got, c.want)
+			}
+		}
+	})
+}
+
+// invalid filters: a 400 naming the operator or column, on both engines
+// (the parser runs before SQL).
+var invalidCases = []struct{ body, mention string }{
+	{`{"filter":{"nope":1}}`, `"nope"`},
+	{`{"filter":{"age":{"$gtx":1}}}`, `"$gtx"`},
+	{`{"filter":{"$nor":[]}}`, `"$nor"`},
+	{`{"filter":{"age":{"$gt":"x"}}}`, `"age"`},
+	{`{"filter":{"$and":{"a":1}}}`, `$and`},
+	{`{"filter":{"name":{"$regex":"("}}}`, `"name"`},
+	{`{"filter":{"age":{"$regex":"1"}}}`, `"age"`},
+	{`{"filter":{"name":{"$in":"x"}}}`, `"name"`},
+	{`{"orderBy":"nope"}`, `"nope"`},
+	{`{"select":["nope"]}`, `"nope"`},
+	{`{"group":{"name":"median"}}`, `"median"`},
+	{`{"group":{"name":"sum"}}`, `group.name`},
+	{`{"limit":0}`, `limit`},
+}
+
+func TestFindRowsInvalid(t *testing.T) {
+	engines(t, func(t *testing.T, db store.DB) {
+		bot, _, rs, _ := seed(t, db)
+		for _, c := range invalidCases {
+			var in tables.FindInput
+			must(t, json.Unmarshal([]byte(c.body), &in))
+			_, err := rs.Find(context.Background(), bot, "PeopleTable", in)
+			if model.TypeOf(err) != model.ErrInvalidPayload || !strings.Contains(err.Error(), c.mention) {
+				t.Errorf("%s: got %v, want InvalidPayload naming %s", c.body, err, c.mention)
+			}
+		}
+	})
+}
+
+func TestRowsLifecycle(t *testing.T) {
+	engines(t, func(t *testing.T, db store.DB) {
+		ctx := context.Background()
+		bot, ts, rs, js := seed(t, db)
+		// invalid rows: nothing written
+		for _, bad := range []string{`{"name":1}`, `{"nme":"x"}`, `{"age":3}`} {
+			_, err := rs.Create(ctx, bot, "PeopleTable", []map[string]any{obj(`{"name":"ok"}`), obj(bad)})
+			if model.TypeOf(err) != model.ErrInvalidPayload || !strings.Contains(err.Error(), "column") {
+				t.Errorf("%s: got %v", bad, err)
+			}
+		}
+		info, err := ts.Get(ctx, bot, "PeopleTable")
+		must(t, err)
+		if info.Rows != 6 {
+			t.Fatalf("rows after invalid writes: %d", info.Rows)
+		}
+		// update merges
+		up, err := rs.Update(ctx, bot, "PeopleTable", []map[string]any{obj(`{"id":2,"city":"Arlington"}`)})
+		must(t, err)
+		if up[0].Data["city"] != "Arlington" || up[0].Data["name"] != "Grace" {
+			t.Fatalf("update: %v", up[0].Data)
+		}
+		// upsert by name
+		ins, upd, err := rs.Upsert(ctx, bot, "PeopleTable", "name", []map[string]any{obj(`{"name":"Ada","age":37}`), obj(`{"name":"Katherine","age":101}`)})
+		must(t, err)
+		if len(ins) != 1 || ins[0].ID != 7 || len(upd) != 1 || upd[0].ID != 1 || upd[0].Data["age"] != float64(37) {
+			t.Fatalf("upsert: %v %v", ins, upd)
+		}
+		// delete by filter and ids
+		n, err := rs.Delete(ctx, bot, "PeopleTable", nil, obj(`{"age":{"$gt":80}}`), false)
+		must(t, err)
+		if n != 2 {
+			t.Fatalf("deleted %d", n)
+		}
+		n, err = rs.Delete(ctx, bot, "PeopleTable", []int64{1, 99}, nil, false)
+		must(t, err)
+		if n != 1 {
+			t.Fatalf("deleted by ids %d", n)
+		}
+		// rename a column: schema and rows
+		_, err = ts.RenameColumn(ctx, bot, "PeopleTable", "city", "town")
+		must(t, err)
+		row, err := rs.Get(ctx, bot, "PeopleTable", 3)
+		must(t, err)
+		if row.Data["town"] != "London" || row.Data["city"] != nil {
+			t.Fatalf("renamed: %v", row.Data)
+		}
+		// export, import into a copy
+		for _, format := range []string{"csv", "json"} {
+			job, err := js.Export(ctx, bot, "PeopleTable", format)
+			must(t, err)
+			dup, err := ts.Duplicate(ctx, bot, "PeopleTable", "Copy"+format+"Table", true, nil)
+			must(t, err)
+			imp, err := js.Import(ctx, bot, dup.Table.Name, tables.OutputFileID(job))
+			must(t, err)
+			if imp.Status != "completed" {
+				t.Fatalf("%s import: %+v", format, imp)
+			}
+			got, err := ts.Get(ctx, bot, dup.Table.Name)
+			must(t, err)
+			if got.Rows != 4 {
+				t.Fatalf("%s import: %d rows", format, got.Rows)
+			}
+			jobs, err := js.List(ctx, bot, dup.Table.Name)
+			must(t, err)
+			if len(jobs) != 1 || jobs[0].Type != "import" {
+				t.Fatalf("jobs: %+v", jobs)
+			}
+		}
+		// a schema without a column: rows show and merge without it
+		_, err = ts.Update(ctx, bot, "PeopleTable", tables.TableInput{Schema: obj(`{"type":"object","properties":{"name":{"type":"string"},"age":{"type":"number"},"active":{"type":"boolean"},"langs":{"type":"array"}}}`)})
+		must(t, err)
+		up, err = rs.Update(ctx, bot, "PeopleTable", []map[string]any{obj(`{"id":3,"age":42}`)})
+		must(t, err)
+		if _, ok := up[0].Data["town"]; ok || up[0].Data["age"] != float64(42) {
+			t.Fatalf("after schema change: %v", up[0].Data)
+		}
+		// another bot sees nothing
+		other := newBot(t, db)
+		if _, err := rs.Get(ctx, other, "PeopleTable", 3); !model.IsNotFound(err) {
+			t.Fatalf("another bot: %v", err)
+		}
+		must(t, ts.Delete(ctx, bot, "PeopleTable"))
+		if _, err := ts.Get(ctx, bot, "PeopleTable"); !model.IsNotFound(err) {
+			t.Fatalf("deleted table: %v", err)
+		}
+	})
+}
+
+var _ = fmt.Sprint

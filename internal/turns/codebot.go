@@ -1,0 +1,419 @@
+package turns
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/parley-bots/parley/internal/model"
+	"github.com/parley-bots/parley/internal/runtime"
+	"github.com/parley-bots/parley/internal/store"
+	"github.com/parley-bots/parley/internal/wire"
+	"github.com/parley-bots/parley/internal/workflow"
+)
+
+// Runtime runs the turns of bots whose deployed version is JavaScript
+// (code bots) or a bot JSON document (workflow bots, whose version's code
+// is the JavaScript the workflow package generates, starting with
+// workflow.Marker), in the goja sandbox of package runtime.
+type Runtime struct {
+	store     store.Store
+	engine    *runtime.Engine
+	sdk       *SDKBots
+	out       outbox
+	api       RuntimeAPI
+	log       *slog.Logger
+	workflows *workflowCache
+	noCode    noCodeLog
+	kb        KnowledgeBases
+}
+
+// KnowledgeBases queries a bot's knowledge bases for a turn's text
+// (files.API.QueryKnowledgeBases, passed by app.start): included lists
+// the bases queried, results the passages found; both nil when the bot
+// has none.
+type KnowledgeBases interface {
+	QueryKnowledgeBases(ctx context.Context, botID, query string) (included, results []any, err error)
+}
+
+// RuntimeAPI runs the Runtime API operations bot code's `client` offers
+// beyond the turn's own output (runtime.ClientOperations), with the same
+// use cases as the HTTP Runtime API: input and output are the operation's
+// JSON as @botpress/client takes and returns it. The app passes
+// runtimeapi's.
+type RuntimeAPI interface {
+	Invoke(ctx context.Context, botID, op string, input json.RawMessage) (json.RawMessage, error)
+}
+
+// TablesAPI runs the Tables API's row operations for bot code (the app
+// wires tables.Invoker; turns never imports tables).
+type TablesAPI interface {
+	Invoke(ctx context.Context, botID, op string, input json.RawMessage) (json.RawMessage, error)
+}
+
+// WithTables returns a RuntimeAPI that sends the operations ops to
+// tables and every other one to api.
+func WithTables(api RuntimeAPI, tables TablesAPI, ops []string) RuntimeAPI {
+	set := map[string]bool{}
+	for _, op := range ops {
+		set[op] = true
+	}
+	return tablesRouter{api, tables, set}
+}
+
+type tablesRouter struct {
+	api    RuntimeAPI
+	tables TablesAPI
+	ops    map[string]bool
+}
+
+func (r tablesRouter) Invoke(ctx context.Context, botID, op string, input json.RawMessage) (json.RawMessage, error) {
+	if r.ops[op] {
+		return r.tables.Invoke(ctx, botID, op, input)
+	}
+	return r.api.Invoke(ctx, botID, op, input)
+}
+
+// NewRuntime returns the runtime of code, workflow and SDK bots. What bots
+// send is stored through commit; sandbox code's other client calls go to
+// api; SDK bots are called through sdk.
+// kb (nil: none) fills event.kb for bots with knowledge bases.
+func NewRuntime(st store.Store, commit store.Committer, engine *runtime.Engine, sdk *SDKBots, api RuntimeAPI, kb KnowledgeBases, log *slog.Logger) *Runtime {
+	return &Runtime{store: st, engine: engine, sdk: sdk, out: outbox{st, commit}, api: api, log: log,
+		workflows: newWorkflowCache(), kb: kb}
+}
+
+// Resolve is the Resolver of bots: an SDK bot (a development bot with a
+// URL, or a deployed Node.js bundle), a code or workflow Bot, or nil when
+// the bot has nothing to run.
+func (rt *Runtime) Resolve(ctx context.Context, botID string) (Bot, error) {
+	b, err := rt.store.Bots().GetByID(ctx, botID)
+	if model.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if sb := rt.sdk.bot(b); sb != nil {
+		return sb, nil
+	}
+	if b.VersionID == "" || b.Code == "" {
+		return &noCodeBot{rt: rt, bot: b}, nil
+	}
+	if workflow.IsWorkflowCode(b.Code) {
+		return &workflowBot{rt: rt, bot: b}, nil
+	}
+	return &codeBot{rt: rt, bot: b}, nil
+}
+
+// BotChanged is told (by administration, after the commit) that a bot was
+// deployed, changed or deleted: the scheduler reloads its workflow bots,
+// processes of bundle versions no longer deployed stop, and an SDK bot is
+// sent the register operation.
+func (rt *Runtime) BotChanged(botID string) {
+	rt.workflows.botsChanged()
+	rt.sdk.BotChanged(botID)
+}
+
+// codeBot runs one turn of a code-first bot on the version deployed when the
+// turn started: a deploy in the middle of a turn does not affect it.
+type codeBot struct {
+	rt  *Runtime
+	bot *model.Bot
+}
+
+// eventNamespace derives stable event ids for message turns, so a re-run
+// after a crash sees the same event id.
+var eventNamespace = uuid.MustParse("0b9f6d1e-3c57-4f0e-8d0a-7f2b8e5c4a91")
+
+func (cb *codeBot) HandleTurn(ctx context.Context, in *TurnInput, out BotOutput) error {
+	rt, b := cb.rt, cb.bot
+	v, err := rt.store.Bots().GetVersion(ctx, b.ID, b.VersionID)
+	if err != nil {
+		return err
+	}
+	rin, err := rt.prepareTurn(ctx, b, v, in, out)
+	if err != nil {
+		return err
+	}
+	rin.Code = v.Code
+	res := rt.engine.RunTurn(ctx, rin)
+	if res.Err != nil {
+		return res.Err
+	}
+	var problems []turnProblem
+	if p := res.Problem; p != nil {
+		problems = append(problems, turnProblem{p.Code, issueCategory(p.Code), p.Title, p.Description})
+	}
+	// Stored with the turn's held replies and its completion, in one
+	// transaction (EffectHolder).
+	out.WithCompletion(func(ctx context.Context, tx store.Store) error {
+		if err := rt.saveStates(ctx, tx, b.ID, in, res.States); err != nil {
+			return err
+		}
+		return recordTurn(ctx, tx, b.ID, v.ID, rin.Event, res.Logs, "", problems)
+	})
+	return problemFailure(res.Problem) // recorded with the completion; the dispatcher sends the fallback
+}
+
+// HoldsEffects makes code bots EffectHolders: their replies, states and
+// logs are committed with the turn's completion.
+func (cb *codeBot) HoldsEffects() bool { return true }
+
+// prepareTurn builds the runtime input of a turn (all but the code): the
+// event object, the stored message, user and conversation, and the states.
+func (rt *Runtime) prepareTurn(ctx context.Context, b *model.Bot, v *model.BotVersion, in *TurnInput, out BotOutput) (runtime.TurnInput, error) {
+	ev, err := runtimeEvent(b.ID, in)
+	if err != nil {
+		return runtime.TurnInput{}, err
+	}
+	var msg map[string]any
+	if in.Message != nil {
+		msg = toMap(in.Message)
+	}
+	host := &botHost{store: rt.store, botID: b.ID, out: out, api: rt.api}
+	// The event's tags are the real user, conversation and message tags;
+	// its integration is the one the conversation came on.
+	var user, conv map[string]any
+	var userTags, convTags map[string]string
+	if u, err := rt.store.Chat().GetUser(ctx, b.ID, in.UserID); err == nil {
+		user, userTags = toMap(wire.NewUser(u)), u.Tags
+	}
+	if c, err := rt.store.Chat().GetConversation(ctx, b.ID, in.ConversationID); err == nil {
+		conv, convTags = toMap(wire.NewConversation(c)), c.Tags
+		if c.Integration != "" {
+			ev.Integration = c.Integration
+		}
+	}
+	ev.Tags = runtime.NewTags(convTags, in.MessageTags, userTags)
+	// A text message of a bot with knowledge bases queries them: event.kb.
+	if text, ok := ev.Payload["text"].(string); ok && rt.kb != nil && in.Event.MessageID != "" && strings.TrimSpace(text) != "" {
+		included, results, err := rt.kb.QueryKnowledgeBases(ctx, b.ID, text)
+		if err != nil {
+			return runtime.TurnInput{}, err
+		}
+		if included != nil {
+			if results == nil {
+				results = []any{}
+			}
+			ev.KB = &runtime.KB{Included: included, Results: results}
+		}
+	}
+	states, err := rt.loadStates(ctx, b.ID, in)
+	if err != nil {
+		return runtime.TurnInput{}, err
+	}
+	return runtime.TurnInput{BotID: b.ID, VersionID: v.ID, Timeout: time.Duration(b.MaxExecutionTime) * time.Second,
+		Event: ev, Message: msg, User: user, Conversation: conv, States: states, Host: host}, nil
+}
+
+// turnProblem is a failure of bot code to record as an issue occurrence.
+type turnProblem struct{ code, category, title, description string }
+
+// recordTurn stores a turn's log lines and reports its problems as issues.
+func recordTurn(ctx context.Context, tx store.Store, botID, versionID string, ev runtime.Event, logs []model.LogEntry, workflowID string, problems []turnProblem) error {
+	if len(logs) > 0 {
+		entries := make([]*model.LogEntry, len(logs))
+		for i := range logs {
+			logs[i].ID, logs[i].BotID = model.NewID(), botID
+			if workflowID != "" {
+				logs[i].WorkflowID = workflowID
+			}
+			entries[i] = &logs[i]
+		}
+		if err := tx.Logs().Append(ctx, entries...); err != nil {
+			return err
+		}
+	}
+	for _, p := range problems {
+		issue := &model.Issue{BotID: botID, Code: p.code, Category: p.category, Title: p.title, Description: p.description}
+		occurrence := &model.IssueEvent{Data: map[string]any{"conversationId": ev.ConversationID, "userId": ev.UserID,
+			"eventId": ev.ID, "eventType": ev.Type, "versionId": versionID, "description": p.description}}
+		if _, err := tx.Issues().Report(ctx, issue, occurrence); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// runtimeEvent builds the bot-side event object of a turn.
+func runtimeEvent(botID string, in *TurnInput) (runtime.Event, error) {
+	e := in.Event
+	var payload map[string]any
+	if err := json.Unmarshal(e.Payload, &payload); err != nil || payload == nil {
+		return runtime.Event{}, fmt.Errorf("turn %d: payload is not an object", in.Seq)
+	}
+	ev := runtime.Event{BotID: botID, ConversationID: e.ConversationID, CreatedOn: e.CreatedAt,
+		Direction: model.DirectionIncoming, Integration: model.IntegrationChat, Payload: payload,
+		Preview: runtime.Preview(payload), Tags: runtime.NewTags(nil, nil, nil), UserID: e.UserID}
+	if e.MessageID != "" {
+		ev.ID = uuid.NewSHA1(eventNamespace, []byte(botID+"/"+e.MessageID)).String()
+		ev.MessageID = e.MessageID
+		ev.Type = e.Type
+	} else {
+		ev.ID = e.ID
+		ev.Type = e.Type
+		if !strings.Contains(ev.Type, ":") {
+			ev.Type = model.IntegrationChat + ":" + ev.Type
+		}
+	}
+	return ev, nil
+}
+
+func issueCategory(code string) string {
+	switch code {
+	case runtime.ProblemTimeout, runtime.ProblemMemory, runtime.ProblemOutputTooLarge, runtime.ProblemStateTooLarge:
+		return "limits"
+	case runtime.ProblemInternal:
+		return "other"
+	}
+	return "user_code"
+}
+
+func (rt *Runtime) loadStates(ctx context.Context, botID string, in *TurnInput) (runtime.States, error) {
+	st := rt.store.States()
+	var out runtime.States
+	var err error
+	if out.User, err = st.Get(ctx, botID, store.ScopeUser, in.UserID); err != nil {
+		return out, err
+	}
+	if out.Conversation, err = st.Get(ctx, botID, store.ScopeConversation, in.ConversationID); err != nil {
+		return out, err
+	}
+	out.Bot, err = st.Get(ctx, botID, store.ScopeBot, botID)
+	return out, err
+}
+
+func (rt *Runtime) saveStates(ctx context.Context, tx store.Store, botID string, in *TurnInput, st runtime.States) error {
+	for _, x := range []struct {
+		scope, owner string
+		data         json.RawMessage
+	}{
+		{store.ScopeUser, in.UserID, st.User},
+		{store.ScopeConversation, in.ConversationID, st.Conversation},
+		{store.ScopeBot, botID, st.Bot},
+	} {
+		if x.data == nil {
+			continue
+		}
+		if err := tx.States().Put(ctx, botID, x.scope, x.owner, x.data); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// botHost is what bot code reaches through `client`: the bot's own data,
+// in Chat API shapes, with writes going through the turn's BotOutput.
+type botHost struct {
+	store store.Store
+	botID string
+	out   BotOutput
+	api   RuntimeAPI
+}
+
+// Call runs a Runtime API operation through the Runtime API's use cases.
+func (h *botHost) Call(ctx context.Context, op string, input map[string]any) (map[string]any, error) {
+	if h.api == nil {
+		return nil, model.Errorf(model.ErrMethodNotFound, "client.%s is not available", op)
+	}
+	raw, err := json.Marshal(input)
+	if err != nil {
+		return nil, model.Invalid("input: %v", err)
+	}
+	out, err := h.api.Invoke(ctx, h.botID, op, raw)
+	if err != nil {
+		return nil, err
+	}
+	var m map[string]any
+	if err := json.Unmarshal(out, &m); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+func toMap(v any) map[string]any {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return nil
+	}
+	var m map[string]any
+	_ = json.Unmarshal(raw, &m)
+	return m
+}
+
+func rawOrNil(m map[string]any) (json.RawMessage, error) {
+	if m == nil {
+		return nil, nil
+	}
+	return json.Marshal(m)
+}
+
+func (h *botHost) CreateMessage(ctx context.Context, conversationID string, payload, metadata map[string]any, tags map[string]string) (map[string]any, error) {
+	p, err := json.Marshal(payload)
+	if err != nil {
+		return nil, model.Invalid("payload: %v", err)
+	}
+	meta, err := rawOrNil(metadata)
+	if err != nil {
+		return nil, model.Invalid("metadata: %v", err)
+	}
+	m, err := h.out.CreateMessage(ctx, OutgoingMessage{ConversationID: conversationID, Payload: p, Metadata: meta})
+	if err != nil {
+		return nil, err
+	}
+	return toMap(m), nil
+}
+
+func (h *botHost) CreateEvent(ctx context.Context, conversationID string, payload map[string]any) (map[string]any, error) {
+	p, err := json.Marshal(payload)
+	if err != nil {
+		return nil, model.Invalid("payload: %v", err)
+	}
+	if err := h.out.CreateEvent(ctx, OutgoingEvent{ConversationID: conversationID, Payload: p}); err != nil {
+		return nil, err
+	}
+	return map[string]any{"id": nil, "createdAt": model.FormatTime(model.Now()), "payload": payload,
+		"conversationId": conversationID, "userId": h.botID}, nil
+}
+
+func (h *botHost) GetMessage(ctx context.Context, id string) (map[string]any, error) {
+	m, err := h.store.Chat().GetMessage(ctx, h.botID, id)
+	if err != nil {
+		return nil, err
+	}
+	return toMap(wire.NewMessage(m)), nil
+}
+
+func (h *botHost) ListMessages(ctx context.Context, conversationID, nextToken string) ([]map[string]any, string, error) {
+	ms, next, err := h.store.Chat().ListMessages(ctx, h.botID, conversationID, store.Page{Token: nextToken})
+	if err != nil {
+		return nil, "", err
+	}
+	out := make([]map[string]any, 0, len(ms))
+	for _, m := range ms {
+		out = append(out, toMap(wire.NewMessage(m)))
+	}
+	return out, next, nil
+}
+
+func (h *botHost) GetUser(ctx context.Context, id string) (map[string]any, error) {
+	u, err := h.store.Chat().GetUser(ctx, h.botID, id)
+	if err != nil {
+		return nil, err
+	}
+	return toMap(wire.NewUser(u)), nil
+}
+
+func (h *botHost) GetConversation(ctx context.Context, id string) (map[string]any, error) {
+	c, err := h.store.Chat().GetConversation(ctx, h.botID, id)
+	if err != nil {
+		return nil, err
+	}
+	return toMap(wire.NewConversation(c)), nil
+}

@@ -1,0 +1,510 @@
+package turns
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/parley-bots/parley/internal/model"
+	"github.com/parley-bots/parley/internal/store"
+	"github.com/parley-bots/parley/internal/wire"
+)
+
+// DispatcherOptions tune a Dispatcher; zero values take the defaults.
+type DispatcherOptions struct {
+	// Workers bounds how many conversations run at once (default
+	// 8 × GOMAXPROCS).
+	Workers int
+	// Leases makes a node take a store lease on a conversation before
+	// running its turns, so that across processes sharing a database only
+	// one runs a conversation at a time. Wiring turns it on for PostgreSQL.
+	Leases bool
+	// LeaseTTL is how long a lease lasts unless renewed (default
+	// DefaultLeaseTTL); it is renewed every quarter of that while a
+	// conversation runs, so a dead or stalled node's conversations move to
+	// another node about LeaseTTL after its last renewal.
+	LeaseTTL time.Duration
+	// TurnTimeout bounds one turn (default 60 s).
+	TurnTimeout time.Duration
+	// Sweep is the interval of the scan for pending turns nobody runs (a
+	// crashed node's, a lost wake-up); default 10 s, with leases an eighth
+	// of LeaseTTL (at least 100 ms) so that a dead node's conversations are
+	// found as soon as its leases expire or are released (one small query:
+	// the turns table holds only pending turns).
+	Sweep time.Duration
+	// Node names this process as a lease holder (default:
+	// model.NewNodeID()).
+	Node string
+	// Observer, when set, is told about every turn that ran (metrics).
+	Observer TurnObserver
+}
+
+// TurnObserver is told about every turn the dispatcher ran to its end:
+// how long it took and whether it failed.
+type TurnObserver interface {
+	TurnRan(d time.Duration, failed bool)
+}
+
+// DefaultLeaseTTL is the conversation lease's default TTL: a takeover
+// comes about 2 s after a node's last renewal (plus at most a sweep).
+const DefaultLeaseTTL = 2 * time.Second
+
+// leaseName is the store lease that keeps a conversation's turns on one
+// node.
+func leaseName(ref model.ConversationRef) string {
+	return leasePrefix + ref.BotID + ":" + ref.ConversationID
+}
+
+const leasePrefix = "turns:"
+
+// Dispatcher runs pending turns: one at a time and in order within a
+// conversation, conversations in parallel on a bounded pool. A turn is
+// completed (deleted) only after it ran, so a crash re-runs at most the
+// turn in flight.
+type Dispatcher struct {
+	store  store.Store
+	commit store.Committer
+	queue  *Queue
+	bots   Resolver
+	log    *slog.Logger
+	o      DispatcherOptions
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	// retries counts the deliveries of a turn that ended in RetryLater.
+	retryMu sync.Mutex
+	retries map[turnKey]int
+
+	// held are the conversations whose lease this node holds (readyz).
+	heldMu sync.Mutex
+	held   map[model.ConversationRef]time.Time
+}
+
+type turnKey struct {
+	ref model.ConversationRef
+	seq int64
+}
+
+// NewDispatcher returns a dispatcher that runs the turns of the
+// conversations put in queue through the Bot that bots returns; what bots
+// send is stored through commit. Call Start, and Stop on shutdown.
+func NewDispatcher(st store.Store, commit store.Committer, queue *Queue, bots Resolver, log *slog.Logger, o DispatcherOptions) *Dispatcher {
+	if o.Workers <= 0 {
+		o.Workers = 8 * runtime.GOMAXPROCS(0)
+	}
+	if o.LeaseTTL <= 0 {
+		o.LeaseTTL = DefaultLeaseTTL
+	}
+	if o.TurnTimeout <= 0 {
+		o.TurnTimeout = 60 * time.Second
+	}
+	if o.Sweep <= 0 {
+		o.Sweep = 10 * time.Second
+		if o.Leases {
+			o.Sweep = max(o.LeaseTTL/8, 100*time.Millisecond)
+		}
+	}
+	if o.Node == "" {
+		o.Node = model.NewNodeID()
+	}
+	return &Dispatcher{store: st, commit: commit, queue: queue, bots: bots, log: log, o: o, retries: map[turnKey]int{}, held: map[model.ConversationRef]time.Time{}}
+}
+
+// Start runs the workers and recovers the turns left pending (by a crash
+// or a stop), then keeps sweeping for orphans.
+func (d *Dispatcher) Start(ctx context.Context) {
+	d.ctx, d.cancel = context.WithCancel(ctx)
+	for range d.o.Workers {
+		d.wg.Add(1)
+		go func() { defer d.wg.Done(); d.work() }()
+	}
+	d.wg.Add(1)
+	go func() {
+		defer d.wg.Done()
+		t := time.NewTicker(d.o.Sweep)
+		defer t.Stop()
+		for {
+			d.recover()
+			select {
+			case <-d.ctx.Done():
+				return
+			case <-t.C:
+			}
+		}
+	}()
+}
+
+// Node is the lease holder name of this dispatcher's node.
+func (d *Dispatcher) Node() string { return d.o.Node }
+
+// Held lists the conversations whose lease this node holds now, longest
+// held first (at most limit), and how many there are.
+func (d *Dispatcher) Held(limit int) (refs []model.ConversationRef, n int) {
+	d.heldMu.Lock()
+	defer d.heldMu.Unlock()
+	type h struct {
+		ref   model.ConversationRef
+		since time.Time
+	}
+	all := make([]h, 0, len(d.held))
+	for r, t := range d.held {
+		all = append(all, h{r, t})
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i].since.Before(all[j].since) })
+	for _, x := range all[:min(limit, len(all))] {
+		refs = append(refs, x.ref)
+	}
+	return refs, len(all)
+}
+
+// Stop stops taking work, interrupts running turns and waits for the
+// workers, which release their leases as they end: another node takes
+// the conversations over at once. Interrupted turns stay pending and run
+// again there or on the next start.
+func (d *Dispatcher) Stop() {
+	d.queue.close()
+	if d.cancel != nil {
+		d.cancel()
+	}
+	d.wg.Wait()
+}
+
+func (d *Dispatcher) recover() {
+	ctx, cancel := context.WithTimeout(d.ctx, 10*time.Second)
+	defer cancel()
+	var refs []model.ConversationRef
+	var err error
+	if d.o.Leases {
+		// Only the conversations no live node holds: the frequent sweep
+		// costs one query, not a lease attempt per busy conversation.
+		refs, err = d.store.Chat().UnleasedPendingConversations(ctx, leasePrefix, 10000)
+	} else {
+		refs, err = d.store.Chat().PendingConversations(ctx, 10000)
+	}
+	if err != nil {
+		if d.ctx.Err() == nil {
+			d.log.Warn("turns: scanning pending conversations failed", "err", err)
+		}
+		return
+	}
+	for _, r := range refs {
+		d.queue.Notify(r)
+	}
+}
+
+func (d *Dispatcher) work() {
+	for {
+		ref, ok := d.queue.next()
+		if !ok {
+			return
+		}
+		var wait time.Duration
+		busy := d.runConversation(ref, &wait)
+		if wait > 0 {
+			d.queue.later(ref, wait)
+		} else {
+			d.queue.done(ref, busy)
+		}
+	}
+}
+
+// runConversation runs the conversation's pending turns until none is left.
+// It reports busy when another node holds the conversation's lease.
+// A turn whose bot is unreachable stops the run and sets *wait.
+func (d *Dispatcher) runConversation(ref model.ConversationRef, wait *time.Duration) (busy bool) {
+	ctx, cancel := context.WithCancel(d.ctx)
+	defer cancel()
+	var fence *store.Fence
+	if d.o.Leases {
+		name := leaseName(ref)
+		lease, ok, err := d.store.Leases().Take(ctx, name, d.o.Node, d.o.LeaseTTL)
+		if err != nil {
+			if ctx.Err() == nil {
+				d.log.Warn("turns: lease failed", "err", err, "conversation", ref.ConversationID)
+			}
+			return true
+		}
+		if !ok {
+			return true
+		}
+		if lease.From != "" {
+			d.log.Info("turns: conversation taken over", "bot", ref.BotID, "conversation", ref.ConversationID,
+				"from_node", lease.From, "to_node", d.o.Node, "epoch", lease.Epoch,
+				"gap_s", time.Since(lease.FromExpired.Add(-d.o.LeaseTTL)).Seconds(),
+				"after_expiry_s", time.Since(lease.FromExpired).Seconds())
+		}
+		fence = &store.Fence{Name: name, Holder: d.o.Node, Epoch: lease.Epoch}
+		d.heldMu.Lock()
+		d.held[ref] = time.Now()
+		d.heldMu.Unlock()
+		defer func() {
+			cancel() // the renewals end before the release
+			d.heldMu.Lock()
+			delete(d.held, ref)
+			d.heldMu.Unlock()
+			rctx, rcancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer rcancel()
+			_ = d.store.Leases().Release(rctx, name, d.o.Node)
+		}()
+		// Renew while working (one UPDATE a quarter TTL); a lease taken
+		// over stops this run at once, and the fence on the turn's
+		// completion refuses whatever it still tries to commit. A failing
+		// renewal is retried until the lease would have expired.
+		go func() {
+			t := time.NewTicker(d.o.LeaseTTL / 4)
+			defer t.Stop()
+			renewed := time.Now()
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-t.C:
+					ok, err := d.store.Leases().Renew(ctx, name, d.o.Node, lease.Epoch, d.o.LeaseTTL)
+					if err == nil && ok {
+						renewed = time.Now()
+						continue
+					}
+					if err != nil && time.Since(renewed) < d.o.LeaseTTL {
+						continue
+					}
+					if ctx.Err() == nil {
+						d.log.Warn("turns: lease lost", "err", err, "conversation", ref.ConversationID, "node", d.o.Node)
+					}
+					cancel()
+					return
+				}
+			}
+		}()
+	}
+	// A turn's completion is queued as soon as it ran (it joins a group
+	// commit with other conversations' writes) and is durable before the
+	// conversation's next turn starts: a crash re-runs at most the turn in
+	// flight.
+	var completions []func() error
+	flush := func() bool {
+		ok := true
+		for _, wait := range completions {
+			if err := wait(); err != nil && ok {
+				ok = false
+				if ctx.Err() == nil {
+					d.log.Warn("turns: completing turn failed", "err", err)
+				}
+			}
+		}
+		completions = completions[:0]
+		return ok
+	}
+	defer flush()
+	for ctx.Err() == nil {
+		if !flush() {
+			return false
+		}
+		// One read per batch of turns, with what they refer to.
+		turns, err := d.store.Chat().PendingTurnInputs(ctx, ref.BotID, ref.ConversationID, turnBatch)
+		if err != nil {
+			if ctx.Err() == nil {
+				d.log.Warn("turns: reading pending turns failed", "err", err, "conversation", ref.ConversationID)
+			}
+			return false
+		}
+		for _, p := range turns {
+			t := p.Turn
+			if ctx.Err() != nil || !flush() {
+				return false
+			}
+			// On a stop the turn in flight gets a grace period to finish,
+			// so a clean restart runs no turn twice.
+			tctx, tcancel := context.WithTimeout(context.WithoutCancel(ctx), d.o.TurnTimeout)
+			stopTurn := context.AfterFunc(ctx, func() { time.AfterFunc(turnStopGrace, tcancel) })
+			started := time.Now()
+			key := turnKey{ref, t.Seq}
+			out, err := d.runTurn(tctx, p, d.attempt(key))
+			stopTurn()
+			interrupted := tctx.Err() != nil && ctx.Err() != nil
+			tcancel()
+			if interrupted {
+				return false // cut short by a stop or a lost lease: the turn stays pending
+			}
+			var later *RetryLater
+			if errors.As(err, &later) {
+				// The bot is unreachable: the turn stays pending and the
+				// conversation waits (in order) for the next try.
+				delay := d.backoff(key)
+				d.log.Warn("turns: bot unreachable, retrying", "err", later.Err, "bot", t.BotID,
+					"conversation", t.ConversationID, "seq", t.Seq, "in", delay)
+				*wait = delay
+				return false
+			}
+			d.forget(key)
+			if d.o.Observer != nil {
+				d.o.Observer.TurnRan(time.Since(started), err != nil)
+			}
+			if err != nil {
+				// The turn ran and failed: it is not retried (a failing
+				// bot would otherwise block its conversation forever).
+				d.log.Warn("turns: bot failed", "err", err, "bot", t.BotID, "conversation", t.ConversationID, "seq", t.Seq)
+			}
+			completions = append(completions, d.completeTurn(context.WithoutCancel(ctx), t, out, fence))
+		}
+		if len(turns) < turnBatch && !d.o.Leases {
+			// All pending turns ran. A turn committed since the read has
+			// notified the dispatcher (after its commit), which marked the
+			// conversation dirty: work() runs it again; no need to read
+			// again to find nothing. With leases (several nodes), turns
+			// committed by another node notify only that node, which is
+			// refused the lease while this one runs: read again.
+			return false
+		}
+		if len(turns) == 0 {
+			return false
+		}
+	}
+	return false
+}
+
+// Backoff of turns whose bot is unreachable: 250 ms doubling to 15 s.
+const (
+	retryFirst = 250 * time.Millisecond
+	retryMax   = 15 * time.Second
+)
+
+func (d *Dispatcher) attempt(k turnKey) int {
+	d.retryMu.Lock()
+	defer d.retryMu.Unlock()
+	return d.retries[k]
+}
+
+// backoff counts one more failed delivery of a turn and returns how long
+// its conversation waits.
+func (d *Dispatcher) backoff(k turnKey) time.Duration {
+	d.retryMu.Lock()
+	defer d.retryMu.Unlock()
+	n := d.retries[k]
+	d.retries[k] = n + 1
+	delay := retryFirst
+	for range n {
+		if delay *= 2; delay >= retryMax {
+			return retryMax
+		}
+	}
+	return delay
+}
+
+func (d *Dispatcher) forget(k turnKey) {
+	d.retryMu.Lock()
+	delete(d.retries, k)
+	d.retryMu.Unlock()
+}
+
+// turnBatch is how many pending turns one read takes.
+const turnBatch = 32
+
+// turnStopGrace is how long a stopping dispatcher lets the turn in flight
+// run before it is cut short.
+const turnStopGrace = 5 * time.Second
+
+// completeTurn queues the write that ends a turn that ran (its held
+// effects, states and logs, and its deletion: turnOutput.completion), in a
+// group commit with other writes, and returns the wait for its outcome.
+// If that write fails for good (the conversation was deleted meanwhile, a
+// reply no longer fits), the turn is completed without its effects, so a
+// conversation is never stuck on a turn that cannot commit.
+//
+// With leases, fence makes the write commit only while this node still
+// holds the conversation's lease at the epoch it took: a node that was
+// paused past its lease and taken over commits nothing (store.ErrFenced).
+func (d *Dispatcher) completeTurn(ctx context.Context, t *model.Turn, out *turnOutput, fence *store.Fence) (wait func() error) {
+	full := out.completion(t, false)
+	full.Fence = fence
+	w := d.commit.Submit(ctx, full)
+	return func() error {
+		err := w()
+		if errors.Is(err, store.ErrFenced) {
+			d.log.Warn("turns: lease taken over: the turn's completion is fenced off, another node runs it",
+				"bot", t.BotID, "conversation", t.ConversationID, "seq", t.Seq, "node", d.o.Node)
+			return err
+		}
+		if err == nil || ctx.Err() != nil || out == nil || (len(out.held) == 0 && len(out.finish) == 0) {
+			return err
+		}
+		d.log.Warn("turns: storing the turn's effects failed; completing it without them", "err", err,
+			"bot", t.BotID, "conversation", t.ConversationID, "seq", t.Seq)
+		bare := out.completion(t, true)
+		bare.Fence = fence
+		return d.commit.Commit(ctx, bare)
+	}
+}
+
+// runTurn runs a pending turn, read with what it refers to
+// (store.Chat.PendingTurnInputs), through its bot's Bot. out holds what
+// the turn commits with its completion (nil when the bot did not run).
+func (d *Dispatcher) runTurn(ctx context.Context, p store.PendingTurn, attempt int) (out *turnOutput, err error) {
+	t := p.Turn
+	bot, err := d.bots(ctx, t.BotID)
+	if err != nil || bot == nil {
+		return nil, err
+	}
+	in, ok, err := pendingTurnInput(p)
+	if err != nil || !ok {
+		return nil, err
+	}
+	in.Attempt = attempt
+	out = &turnOutput{out: outbox{d.store, d.commit}, botID: t.BotID, conv: t.ConversationID, last: in.Event.CreatedAt}
+	if h, ok := bot.(EffectHolder); ok {
+		out.hold = h.HoldsEffects()
+	}
+	defer func() {
+		// Not when the dispatcher stops: the turn stays pending.
+		if needsFallback(err, out) && d.ctx.Err() == nil {
+			fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+			defer cancel()
+			d.sendFallback(fctx, bot, in, out, err)
+		}
+	}()
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("bot panicked: %v", p)
+		}
+	}()
+	return out, bot.HandleTurn(ctx, in, out)
+}
+
+// pendingTurnInput builds a turn's input from what it refers to, read with
+// it (store.Chat.PendingTurnInputs). ok is false when that is gone.
+func pendingTurnInput(p store.PendingTurn) (in *TurnInput, ok bool, err error) {
+	t := p.Turn
+	in = &TurnInput{BotID: t.BotID, ConversationID: t.ConversationID, UserID: t.UserID, Seq: t.Seq}
+	switch t.Kind {
+	case model.TurnMessage:
+		m := p.Message
+		if m == nil {
+			return nil, false, nil
+		}
+		var pl struct {
+			Type string `json:"type"`
+		}
+		_ = json.Unmarshal(m.Payload, &pl)
+		v := wire.NewMessage(m)
+		in.Message, in.MessageTags = &v, m.Tags
+		in.Event = BotEvent{ID: m.ID, Type: pl.Type, Direction: model.DirectionIncoming, Payload: m.Payload,
+			CreatedAt: m.CreatedAt, UserID: m.UserID, ConversationID: m.ConversationID, MessageID: m.ID}
+	case model.TurnEvent:
+		e := p.Event
+		if e == nil {
+			return nil, false, nil
+		}
+		in.Event = BotEvent{ID: e.ID, Type: e.Type, Direction: model.DirectionIncoming, Payload: e.Payload,
+			CreatedAt: e.CreatedAt, UserID: e.UserID, ConversationID: e.ConversationID}
+	default:
+		return nil, false, fmt.Errorf("turn of unknown kind %q", t.Kind)
+	}
+	return in, true, nil
+}

@@ -1,0 +1,275 @@
+package turns_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/parley-bots/parley/internal/administration"
+	"github.com/parley-bots/parley/internal/conversations"
+	"github.com/parley-bots/parley/internal/model"
+	"github.com/parley-bots/parley/internal/store"
+	"github.com/parley-bots/parley/internal/store/postgres"
+	"github.com/parley-bots/parley/internal/testutil/testdb"
+	"github.com/parley-bots/parley/internal/turns"
+)
+
+// recordingBot records the turns it runs and checks a conversation never
+// runs two turns at once.
+type recordingBot struct {
+	mu      sync.Mutex
+	running map[string]bool
+	seen    map[string][]string // conversation -> texts in run order
+	overlap bool
+	delay   time.Duration
+	fail    func(in *turns.TurnInput) error
+}
+
+func (b *recordingBot) HandleTurn(ctx context.Context, in *turns.TurnInput, out turns.BotOutput) error {
+	b.mu.Lock()
+	if b.running[in.ConversationID] {
+		b.overlap = true
+	}
+	b.running[in.ConversationID] = true
+	b.mu.Unlock()
+	time.Sleep(b.delay)
+	var p struct{ Text string }
+	_ = json.Unmarshal(in.Event.Payload, &p)
+	b.mu.Lock()
+	b.running[in.ConversationID] = false
+	b.seen[in.ConversationID] = append(b.seen[in.ConversationID], p.Text)
+	b.mu.Unlock()
+	if b.fail != nil {
+		return b.fail(in)
+	}
+	return nil
+}
+
+func newRecordingBot(delay time.Duration) *recordingBot {
+	return &recordingBot{running: map[string]bool{}, seen: map[string][]string{}, delay: delay}
+}
+
+func (b *recordingBot) count() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	n := 0
+	for _, s := range b.seen {
+		n += len(s)
+	}
+	return n
+}
+
+// node is one process's turn pipeline on a database: the Chat API's use
+// cases, the committer whose hook queues turns, and a dispatcher (not
+// started) running them through bot.
+type node struct {
+	chat       *conversations.Chat
+	dispatcher *turns.Dispatcher
+}
+
+type nopStreams struct{}
+
+func (nopStreams) CloseConversation(string, string)        {}
+func (nopStreams) EndBotStreams(string, func(string) bool) {}
+
+func newNode(db store.DB, bot turns.Bot, o turns.DispatcherOptions) *node {
+	queue := turns.NewQueue()
+	commit := db.NewCommitter(queue.AfterCommit(nil))
+	resolver := func(context.Context, string) (turns.Bot, error) { return bot, nil }
+	return &node{chat: conversations.NewChat(db, commit, nopStreams{}),
+		dispatcher: turns.NewDispatcher(db, commit, queue, resolver, slog.Default(), o)}
+}
+
+type chatFixture struct {
+	*node
+	botID  string
+	caller *conversations.Caller
+}
+
+func newChatFixture(t *testing.T, db store.DB, bot turns.Bot, o turns.DispatcherOptions) *chatFixture {
+	t.Helper()
+	n := newNode(db, bot, o)
+	ctx := context.Background()
+	now := model.Now()
+	ws := &model.Workspace{ID: model.NewID(), Name: "w", OwnerID: "o", SocialAccounts: []string{}, CreatedAt: now, UpdatedAt: now}
+	b := &model.Bot{ID: model.NewID(), Name: "b", Tags: map[string]string{}, Spec: map[string]any{}, Secrets: map[string]string{}, CreatedAt: now, UpdatedAt: now}
+	err := db.InTx(ctx, func(tx store.Store) error {
+		if err := tx.Workspaces().Create(ctx, ws); err != nil {
+			return err
+		}
+		b.WorkspaceID = ws.ID
+		if err := tx.Bots().Create(ctx, b); err != nil {
+			return err
+		}
+		return administration.EnsureBuiltinIntegrations(ctx, tx, b.ID)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ins, _ := db.Bots().Integrations(ctx, b.ID)
+	var wh string
+	for _, in := range ins {
+		if in.Name == model.IntegrationChat {
+			wh = in.WebhookID
+		}
+	}
+	sc, err := n.chat.Scope(ctx, wh)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &conversations.Caller{Scope: sc, UserID: "u1"}
+	if _, err := n.chat.GetOrCreateUser(ctx, c, conversations.UserInput{}); err != nil {
+		t.Fatal(err)
+	}
+	return &chatFixture{node: n, botID: b.ID, caller: c}
+}
+
+func (f *chatFixture) post(t *testing.T, conv, text string) {
+	t.Helper()
+	id := conv
+	_, err := f.chat.CreateMessage(context.Background(), f.caller, conversations.MessageInput{ConversationID: &id,
+		Payload: json.RawMessage(fmt.Sprintf(`{"type":"text","text":%q}`, text))})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestDispatcherOrder: turns of a conversation run one at a time in order;
+// conversations run in parallel; every turn is completed.
+func TestDispatcherOrder(t *testing.T) {
+	for _, eng := range []struct {
+		name string
+		open func(testing.TB) store.DB
+	}{{"sqlite", testdb.SQLite}, {"postgres", testdb.Postgres}} {
+		t.Run(eng.name, func(t *testing.T) {
+			db := eng.open(t)
+			bot := newRecordingBot(2 * time.Millisecond)
+			f := newChatFixture(t, db, bot, turns.DispatcherOptions{Workers: 4, Leases: eng.name == "postgres"})
+			d := f.dispatcher
+			d.Start(context.Background())
+			defer d.Stop()
+			convs := []string{}
+			for range 3 {
+				conv, err := f.chat.CreateConversation(context.Background(), f.caller, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				convs = append(convs, conv.ID)
+			}
+			var wg sync.WaitGroup
+			for _, c := range convs {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for i := range 20 {
+						f.post(t, c, fmt.Sprint(i))
+					}
+				}()
+			}
+			wg.Wait()
+			waitUntil(t, "all turns", func() bool { return bot.count() == 60 })
+			if bot.overlap {
+				t.Fatal("two turns of one conversation ran at once")
+			}
+			for _, c := range convs {
+				for i, got := range bot.seen[c] {
+					if got != fmt.Sprint(i) {
+						t.Fatalf("conversation %s ran %v", c, bot.seen[c])
+					}
+				}
+				waitUntil(t, "turns completed", func() bool {
+					ts, _ := db.Chat().PendingTurns(context.Background(), f.botID, c, 10)
+					return len(ts) == 0
+				})
+			}
+		})
+	}
+}
+
+// TestDispatcherRecovers: turns left pending (a crash before they ran)
+// run when a dispatcher starts; a failing bot does not block the
+// conversation.
+func TestDispatcherRecovers(t *testing.T) {
+	db := testdb.SQLite(t)
+	bot := newRecordingBot(0)
+	bot.fail = func(in *turns.TurnInput) error { return fmt.Errorf("boom") }
+	f := newChatFixture(t, db, bot, turns.DispatcherOptions{})
+	conv, _ := f.chat.CreateConversation(context.Background(), f.caller, nil)
+	for i := range 3 {
+		f.post(t, conv.ID, fmt.Sprint(i)) // no dispatcher yet: the turns wait
+	}
+	d := f.dispatcher
+	d.Start(context.Background())
+	defer d.Stop()
+	waitUntil(t, "recovered turns", func() bool { return bot.count() == 3 })
+	waitUntil(t, "turns completed", func() bool {
+		ts, _ := db.Chat().PendingTurns(context.Background(), f.botID, conv.ID, 10)
+		return len(ts) == 0
+	})
+}
+
+// TestDispatcherTwoNodes: two dispatchers on one PostgreSQL database run
+// each turn exactly once, in order, never concurrently within a
+// conversation (store leases).
+func TestDispatcherTwoNodes(t *testing.T) {
+	url := testdb.PostgresURL(t)
+	open := func() store.DB {
+		db, err := postgres.Open(context.Background(), url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { db.Close() })
+		return db
+	}
+	dbA, dbB := open(), open()
+	bot := newRecordingBot(time.Millisecond)
+	f := newChatFixture(t, dbA, bot, turns.DispatcherOptions{Leases: true, Node: "a"})
+	nB := newNode(dbB, bot, turns.DispatcherOptions{Leases: true, Node: "b"})
+	dA, dB := f.dispatcher, nB.dispatcher
+	dA.Start(context.Background())
+	dB.Start(context.Background())
+	defer dA.Stop()
+	defer dB.Stop()
+	conv, _ := f.chat.CreateConversation(context.Background(), f.caller, nil)
+	scB, err := nB.chat.Scope(context.Background(), f.caller.Integration.WebhookID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cB := &conversations.Caller{Scope: scB, UserID: f.caller.UserID}
+	for i := range 30 {
+		if i%2 == 0 {
+			f.post(t, conv.ID, fmt.Sprint(i))
+		} else {
+			id := conv.ID
+			if _, err := nB.chat.CreateMessage(context.Background(), cB, conversations.MessageInput{ConversationID: &id,
+				Payload: json.RawMessage(fmt.Sprintf(`{"type":"text","text":"%d"}`, i))}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	waitUntil(t, "all turns", func() bool { return bot.count() >= 30 })
+	time.Sleep(200 * time.Millisecond)
+	if n := bot.count(); n != 30 || bot.overlap {
+		t.Fatalf("ran %d turns (overlap %v): %v", n, bot.overlap, bot.seen)
+	}
+	for i, got := range bot.seen[conv.ID] {
+		if got != fmt.Sprint(i) {
+			t.Fatalf("order %v", bot.seen[conv.ID])
+		}
+	}
+}

@@ -1,0 +1,201 @@
+package turns
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/parley-bots/parley/internal/model"
+	"github.com/parley-bots/parley/internal/store"
+	"github.com/parley-bots/parley/internal/wire"
+)
+
+// outbox stores what bots send: a message or event authored by the bot id,
+// with its signal (isBot:true), through the Committer (published after the
+// commit).
+type outbox struct {
+	store  store.Store
+	commit store.Committer
+}
+
+// createMessage stores a bot message whose createdAt is strictly after
+// `after`. It skips the conversation check for known, the conversation of
+// the running turn (it existed when the turn was read; if it was deleted
+// since, the insert fails as not found).
+func (o outbox) createMessage(ctx context.Context, botID, convID string, payload, metadata json.RawMessage, after time.Time, known string) (*model.Message, error) {
+	w, m, err := o.messageWrite(ctx, botID, convID, payload, metadata, after, known)
+	if err != nil {
+		return nil, err
+	}
+	if err := o.commit.Commit(ctx, w); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// messageWrite validates a bot message and builds its write (the message
+// and its signal), uncommitted.
+func (o outbox) messageWrite(ctx context.Context, botID, convID string, payload, metadata json.RawMessage, after time.Time, known string) (*store.Write, *model.Message, error) {
+	p, err := model.ValidateMessagePayload(payload)
+	if err != nil {
+		return nil, nil, err
+	}
+	var meta json.RawMessage
+	if metadata != nil {
+		if meta, err = model.ValidateMetadata(metadata); err != nil {
+			return nil, nil, err
+		}
+	}
+	if convID != known {
+		if err := o.requireConversation(ctx, botID, convID); err != nil {
+			return nil, nil, err
+		}
+	}
+	m := &model.Message{BotID: botID, ID: model.NewID(), ConversationID: convID, UserID: botID,
+		Payload: p, Metadata: meta, Direction: model.DirectionOutgoing, CreatedAt: laterThan(after)}
+	sig := &model.Signal{BotID: botID, ConversationID: convID, Type: model.SignalMessageCreated,
+		Data: wire.MessageCreatedData(m, true), CreatedAt: m.CreatedAt}
+	return &store.Write{Signal: sig,
+		Apply: func(ctx context.Context, tx store.Store) error { return tx.Chat().CreateMessage(ctx, m) }}, m, nil
+}
+
+// createEvent signals a custom event from the bot: event_created with id
+// null and isBot:true. Bot events have no stored row; the signal log keeps
+// them. It skips the conversation check for known, as createMessage does.
+func (o outbox) createEvent(ctx context.Context, botID, convID string, payload json.RawMessage, known string) error {
+	w, err := o.eventWrite(ctx, botID, convID, payload, known)
+	if err != nil {
+		return err
+	}
+	return o.commit.Commit(ctx, w)
+}
+
+// eventWrite validates a bot event and builds its write, uncommitted.
+func (o outbox) eventWrite(ctx context.Context, botID, convID string, payload json.RawMessage, known string) (*store.Write, error) {
+	p, err := model.ValidateEventPayload(payload)
+	if err != nil {
+		return nil, err
+	}
+	if convID != known {
+		if err := o.requireConversation(ctx, botID, convID); err != nil {
+			return nil, err
+		}
+	}
+	e := &model.Event{BotID: botID, ConversationID: convID, UserID: botID, Type: model.ChatCustomEventType,
+		Payload: p, CreatedAt: model.Now()}
+	sig := &model.Signal{BotID: botID, ConversationID: convID, Type: model.SignalEventCreated,
+		Data: wire.EventCreatedData(e, true), CreatedAt: e.CreatedAt}
+	return &store.Write{Signal: sig}, nil
+}
+
+func (o outbox) requireConversation(ctx context.Context, botID, convID string) error {
+	_, err := o.store.Chat().GetConversation(ctx, botID, convID)
+	if model.IsNotFound(err) {
+		b, _ := json.Marshal(convID)
+		return model.NotFound("Conversation " + string(b))
+	}
+	return err
+}
+
+// laterThan returns now, or prev + 1 ms when now is not strictly later:
+// the clients sort messages by millisecond timestamps.
+func laterThan(prev time.Time) time.Time {
+	t := model.Now()
+	if !t.After(prev) {
+		t = prev.Add(time.Millisecond)
+	}
+	return t
+}
+
+// turnOutput implements BotOutput for one turn. When hold is set (an
+// EffectHolder's turn), what the bot sends is kept in held and committed
+// with the turn's completion (Dispatcher.completeTurn); otherwise it is
+// committed as it is sent.
+type turnOutput struct {
+	out   outbox
+	botID string
+	conv  string
+	last  time.Time // replies sort strictly after what they answer
+	hold  bool
+
+	held   []*store.Write                                    // the bot's messages and events, in order
+	finish []func(ctx context.Context, tx store.Store) error // WithCompletion
+	// sent and refused count the turn's messages stored (or held) and
+	// refused (a turn whose every reply was refused gets the fallback
+	// message).
+	sent, refused int
+}
+
+func (o *turnOutput) convID(id string) string {
+	if id == "" {
+		return o.conv
+	}
+	return id
+}
+
+func (o *turnOutput) CreateMessage(ctx context.Context, in OutgoingMessage) (*wire.Message, error) {
+	var m *model.Message
+	var err error
+	if o.hold {
+		var w *store.Write
+		if w, m, err = o.out.messageWrite(ctx, o.botID, o.convID(in.ConversationID), in.Payload, in.Metadata, o.last, o.conv); err == nil {
+			o.held = append(o.held, w)
+		}
+	} else {
+		m, err = o.out.createMessage(ctx, o.botID, o.convID(in.ConversationID), in.Payload, in.Metadata, o.last, o.conv)
+	}
+	if err != nil {
+		o.refused++
+		return nil, err
+	}
+	o.sent++
+	o.last = m.CreatedAt
+	v := wire.NewMessage(m)
+	return &v, nil
+}
+
+func (o *turnOutput) CreateEvent(ctx context.Context, in OutgoingEvent) error {
+	if !o.hold {
+		return o.out.createEvent(ctx, o.botID, o.convID(in.ConversationID), in.Payload, o.conv)
+	}
+	w, err := o.out.eventWrite(ctx, o.botID, o.convID(in.ConversationID), in.Payload, o.conv)
+	if err == nil {
+		o.held = append(o.held, w)
+	}
+	return err
+}
+
+func (o *turnOutput) WithCompletion(apply func(ctx context.Context, tx store.Store) error) {
+	o.finish = append(o.finish, apply)
+}
+
+// completion is the one write that ends a turn: the held messages and
+// events (with their signals, in order), what WithCompletion added, and
+// the turn's deletion. Without effects (a failed turn, or dropEffects
+// after the full write failed), it is only the deletion.
+func (o *turnOutput) completion(t *model.Turn, dropEffects bool) *store.Write {
+	var held []*store.Write
+	var finish []func(ctx context.Context, tx store.Store) error
+	if o != nil && !dropEffects {
+		held, finish = o.held, o.finish
+	}
+	w := &store.Write{Apply: func(ctx context.Context, tx store.Store) error {
+		for _, h := range held {
+			if h.Apply != nil {
+				if err := h.Apply(ctx, tx); err != nil {
+					return err
+				}
+			}
+		}
+		for _, f := range finish {
+			if err := f(ctx, tx); err != nil {
+				return err
+			}
+		}
+		return tx.Chat().CompleteTurn(ctx, t.BotID, t.ConversationID, t.Seq)
+	}}
+	for _, h := range held {
+		w.More = append(w.More, h.Signal)
+	}
+	return w
+}

@@ -1,0 +1,142 @@
+package turns
+
+import (
+	"sync"
+	"time"
+
+	"github.com/parley-bots/parley/internal/model"
+	"github.com/parley-bots/parley/internal/store"
+)
+
+// Queue is the list of conversations with turns to run. The store's
+// after-commit hook fills it (Notify) as soon as a turn is durable; the
+// Dispatcher's workers take from it. A conversation is in the queue (or
+// running) at most once: a Notify while it is queued or running marks it
+// dirty, and it goes to the back of the queue when its run ends.
+type Queue struct {
+	mu     sync.Mutex
+	cond   *sync.Cond
+	queue  []model.ConversationRef
+	state  map[model.ConversationRef]*convState
+	closed bool
+}
+
+type convState struct {
+	dirty   bool // notified while queued or running
+	retries int  // lease attempts lost to another node in a row
+}
+
+// AfterCommit returns the store's after-commit hook of the turn pipeline:
+// a committed write's signals are published (publish may be nil), then its
+// conversation queued when it gave the bot a turn.
+func (q *Queue) AfterCommit(publish func(*model.Signal)) store.AfterCommit {
+	return func(w *store.Write) {
+		if publish != nil {
+			for _, sig := range w.Signals() {
+				publish(sig)
+			}
+		}
+		if w.Turn != nil {
+			q.Notify(w.Conversation())
+		}
+	}
+}
+
+// NewQueue returns an empty queue.
+func NewQueue() *Queue {
+	q := &Queue{state: map[model.ConversationRef]*convState{}}
+	q.cond = sync.NewCond(&q.mu)
+	return q
+}
+
+// Notify tells the queue a conversation has new pending turns.
+func (q *Queue) Notify(ref model.ConversationRef) { q.notifyRetry(ref, 0) }
+
+func (q *Queue) notifyRetry(ref model.ConversationRef, retries int) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.closed {
+		return
+	}
+	if st := q.state[ref]; st != nil {
+		st.dirty = true
+		return
+	}
+	q.state[ref] = &convState{retries: retries}
+	q.queue = append(q.queue, ref)
+	q.cond.Signal()
+}
+
+// next waits for a conversation to run; ok is false once the queue is
+// closed.
+func (q *Queue) next() (ref model.ConversationRef, ok bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for len(q.queue) == 0 && !q.closed {
+		q.cond.Wait()
+	}
+	if q.closed {
+		return ref, false
+	}
+	ref = q.queue[0]
+	q.queue[0] = model.ConversationRef{}
+	q.queue = q.queue[1:]
+	q.state[ref].dirty = false
+	return ref, true
+}
+
+// done ends a run of ref. busy means another node holds the
+// conversation's lease: it runs what is pending, but may have looked
+// before our turn was committed, so look again shortly; past the retries,
+// the dispatcher's sweep takes over.
+func (q *Queue) done(ref model.ConversationRef, busy bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	st := q.state[ref]
+	if !busy {
+		st.retries = 0
+	}
+	switch {
+	case q.closed:
+		delete(q.state, ref)
+	case busy && st.retries < 20:
+		st.retries++
+		delete(q.state, ref)
+		retries := st.retries
+		time.AfterFunc(250*time.Millisecond, func() { q.notifyRetry(ref, retries) })
+	case st.dirty:
+		st.dirty = false
+		q.queue = append(q.queue, ref) // to the back: fairness
+		q.cond.Signal()
+	default:
+		delete(q.state, ref)
+	}
+}
+
+// later ends a run of ref whose turn must wait (its bot is unreachable):
+// the conversation is queued again after delay, whatever was notified
+// meanwhile.
+func (q *Queue) later(ref model.ConversationRef, delay time.Duration) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	delete(q.state, ref)
+	if q.closed {
+		return
+	}
+	time.AfterFunc(delay, func() { q.Notify(ref) })
+}
+
+// close wakes the workers and refuses further work.
+func (q *Queue) close() {
+	q.mu.Lock()
+	q.closed = true
+	q.cond.Broadcast()
+	q.mu.Unlock()
+}
+
+// Len is the number of conversations waiting for a worker (for metrics).
+func (q *Queue) Len() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.queue)
+}

@@ -1,0 +1,48 @@
+import { useQuery } from '@tanstack/react-query'
+import type { Bot } from '../api/client'
+import { keys } from '../api/keys'
+import { parley } from '../api/parley'
+import { href, paths } from '../routes'
+import { when } from '../ui/format'
+import { QueryState } from '../ui/QueryState'
+import { preview } from './preview'
+
+/** One conversation's messages, oldest first, refreshed every 3 seconds. */
+export function Transcript({ ws, bot, conversationId }: { ws: string; bot: Bot; conversationId: string }) {
+  const msgs = useQuery({
+    queryKey: keys.messages(ws, bot.id, conversationId),
+    queryFn: ({ signal }) => parley.listMessages(ws, bot.id, conversationId, 100, signal),
+    // The API answers newest first; a transcript reads oldest first.
+    select: (d) => [...d.messages].reverse(),
+    refetchInterval: 3000,
+  })
+  return (
+    <div className="card">
+      <p className="crumbs">
+        <a href={href(paths.bot(ws, bot.id, 'conversations'))}>← All conversations</a>
+      </p>
+      <h2>Transcript</h2>
+      <p className="muted small">
+        Conversation <code>{conversationId}</code>
+      </p>
+      <QueryState query={msgs} what="messages" isEmpty={(list) => list.length === 0} empty={<p className="empty">No messages.</p>}>
+        {(list) => (
+          <ol className="transcript" aria-label="Messages, oldest first">
+            {list.map((m) => {
+              const fromBot = m.userId === bot.id
+              return (
+                <li key={m.id} className={fromBot ? 'msg bot' : 'msg user'}>
+                  <span className="who">{fromBot ? bot.name : 'User'}</span>
+                  <span className="bubble">{preview(m.payload)}</span>
+                  <time className="muted small" dateTime={m.createdAt}>
+                    {when(m.createdAt)}
+                  </time>
+                </li>
+              )
+            })}
+          </ol>
+        )}
+      </QueryState>
+    </div>
+  )
+}
