@@ -129,6 +129,9 @@ func (s *Messages) Create(ctx context.Context, c *Caller, in MessageInput) (*mod
 	if err := c.require("createMessage"); err != nil {
 		return nil, err
 	}
+	if c.Kind == KindBot && s.replies != nil && in.UserID == c.BotID && in.ConversationID != "" {
+		defer s.replies.ReplyStarted(c.BotID, in.ConversationID)()
+	}
 	w, m, err := s.prepare(ctx, c, in, model.Now())
 	if err != nil {
 		return nil, err

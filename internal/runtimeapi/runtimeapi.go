@@ -75,18 +75,27 @@ type API struct {
 	files FileSearcher // client.searchFiles in bot code (nil: not offered)
 }
 
+// TurnReplies is told of each message a bot creates, so that a turn
+// delivered again to a bot over HTTP waits for the replies of the
+// delivery before it (package turns).
+type TurnReplies interface {
+	ReplyStarted(botID, conversationID string) (done func())
+}
+
 // deps are what every use case shares.
 type deps struct {
-	store  store.Store
-	commit store.Committer
-	chat   ChatObserver
+	store   store.Store
+	commit  store.Committer
+	chat    ChatObserver
+	replies TurnReplies // may be nil
 }
 
 // New builds the Runtime API's use cases on st; writes that are announced
 // or give the bot a turn go through commit; chat hears of deletions.
-// actions and files may be nil (files: client.searchFiles in bot code).
-func New(st store.Store, commit store.Committer, actions ActionCaller, chat ChatObserver, files FileSearcher) *API {
-	d := deps{store: st, commit: commit, chat: chat}
+// actions, replies and files may be nil (files: client.searchFiles in
+// bot code).
+func New(st store.Store, commit store.Committer, actions ActionCaller, replies TurnReplies, chat ChatObserver, files FileSearcher) *API {
+	d := deps{store: st, commit: commit, chat: chat, replies: replies}
 	return &API{
 		Users:         &Users{d},
 		Conversations: &Conversations{d},

@@ -93,6 +93,7 @@ type SDKBots struct {
 	bundles Bundles // nil: bundles cannot run here
 	http    *http.Client
 	log     *slog.Logger
+	replies replyTracker // the bots' replies in progress on this node
 }
 
 // NewSDKBots returns the caller of SDK bots; bundles runs deployed Node.js
@@ -194,6 +195,10 @@ func (sb *sdkBot) baseURL(ctx context.Context) (string, error) {
 	return sb.sdk.bundles.URL(ctx, b.ID, b.VersionID, b.Code)
 }
 
+// replyDrainMax bounds how long a delivery waits for the replies of the
+// delivery before it (replyTracker).
+const replyDrainMax = 10 * time.Second
+
 // sdkCallAttempts is how many times one delivery calls an unreachable bot
 // before handing the turn back to the Dispatcher's backoff.
 var sdkCallBackoff = []time.Duration{0, 100 * time.Millisecond, 400 * time.Millisecond}
@@ -218,7 +223,9 @@ func (sb *sdkBot) HandleTurn(ctx context.Context, in *TurnInput, out BotOutput) 
 			case <-time.After(wait):
 			}
 		}
-		// Every call is a delivery: the bot's replies count from the 1st.
+		// Every call is a delivery: the bot's replies count from the 1st,
+		// once those of an earlier delivery still in progress are stored.
+		sb.sdk.replies.wait(ctx, b.ID, in.ConversationID, replyDrainMax)
 		if err := dl.Begin(ctx, b.ID, in.ConversationID, in.Seq); err != nil {
 			return err
 		}

@@ -88,7 +88,13 @@ if (process.env.LOAD !== '1') {
         const { messages } = await s.client.listMessages({ conversationId: s.conversation.id })
         throw new Error(`conversation ${i}: ${e.message}; stored: ${JSON.stringify(texts(messages.reverse()))}`)
       }
-      assert.deepEqual(texts(s.replies.slice(0, perConv)), want, `conversation ${i}`)
+      const got = texts(s.replies.slice(0, perConv))
+      if (JSON.stringify(got) !== JSON.stringify(want)) {
+        // Say what was stored too, to tell a duplicated reply from a
+        // signal delivered twice.
+        const { messages } = await s.client.listMessages({ conversationId: s.conversation.id })
+        assert.deepEqual(got, want, `conversation ${i}; stored: ${JSON.stringify(texts(messages.reverse()))}`)
+      }
     }
     await new Promise((r) => setTimeout(r, 1000))
     for (const [i, s] of convs.entries()) {
