@@ -210,9 +210,15 @@ func (sb *sdkBot) HandleTurn(ctx context.Context, in *TurnInput, out BotOutput) 
 		return err
 	}
 	dl := st.Deliveries()
-	// End before the turn completes (with its replies kept): a
-	// createMessage outside the turn is not one of its replies.
-	defer func() { _ = dl.End(context.WithoutCancel(ctx), b.ID, in.ConversationID) }()
+	// end closes the delivery once the turn is done with (it replied, or
+	// its code failed): a createMessage after it is not one of the turn's
+	// replies. A turn handed back for a retry stays open: a late reply of
+	// the process that died counts as the turn's reply, and the next
+	// delivery gets it back instead of sending a second one.
+	end := func() error {
+		sb.sdk.replies.wait(ctx, b.ID, in.ConversationID, replyDrainMax)
+		return dl.End(context.WithoutCancel(ctx), b.ID, in.ConversationID)
+	}
 
 	var res sdkResult
 	for _, wait := range sdkCallBackoff {
@@ -237,7 +243,7 @@ func (sb *sdkBot) HandleTurn(ctx context.Context, in *TurnInput, out BotOutput) 
 	ev := runtime.Event{ID: evID, Type: evType, ConversationID: in.ConversationID, UserID: in.UserID}
 	switch {
 	case res.ok():
-		return nil
+		return end()
 	case res.retry():
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -255,6 +261,9 @@ func (sb *sdkBot) HandleTurn(ctx context.Context, in *TurnInput, out BotOutput) 
 	default:
 		// The bot's code failed (the SDK answers 400 with a Runtime
 		// error): recorded, not retried.
+		if err := end(); err != nil {
+			return err
+		}
 		p := turnProblem{"bot_error", "user_code", "The bot's handler failed", res.describe()}
 		logs := []model.LogEntry{sdkLog(in, evID, "error", res.describe())}
 		return st.InTx(ctx, func(tx store.Store) error {
