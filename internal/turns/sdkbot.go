@@ -215,10 +215,7 @@ func (sb *sdkBot) HandleTurn(ctx context.Context, in *TurnInput, out BotOutput) 
 	// replies. A turn handed back for a retry stays open: a late reply of
 	// the process that died counts as the turn's reply, and the next
 	// delivery gets it back instead of sending a second one.
-	end := func() error {
-		sb.sdk.replies.wait(ctx, b.ID, in.ConversationID, replyDrainMax)
-		return dl.End(context.WithoutCancel(ctx), b.ID, in.ConversationID)
-	}
+	end := func() error { return dl.End(context.WithoutCancel(ctx), b.ID, in.ConversationID) }
 
 	var res sdkResult
 	for _, wait := range sdkCallBackoff {
