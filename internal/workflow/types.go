@@ -163,6 +163,7 @@ const (
 	TriggerIntent              = "intent"
 	TriggerEvent               = "event"
 	TriggerSchedule            = "schedule"
+	TriggerWebhook             = "webhook"
 )
 
 // Trigger starts a workflow at a node.
