@@ -129,6 +129,18 @@ func TestWebhookIntegration(t *testing.T) {
 			t.Fatalf("the secret header reached the bot: %s", evs[0].Payload)
 		}
 
+		// GET (no body) is a bot-level event with the query.
+		req, _ := http.NewRequest("GET", flowURL+"/ping?x=1", nil)
+		req.Header.Set(model.WebhookSecretHeader, secret)
+		if res, err := http.DefaultClient.Do(req); err != nil || res.StatusCode != 200 {
+			t.Fatalf("GET: %v %v", res, err)
+		}
+		evs = webhookEvents(t, a, flowBot)
+		if len(evs) != 2 || !strings.Contains(string(evs[0].Payload), `"method":"GET"`) ||
+			!strings.Contains(string(evs[0].Payload), `"path":"/ping"`) || !strings.Contains(string(evs[0].Payload), `"query":{"x":"1"}`) {
+			t.Fatalf("after GET: %d events, newest %s", len(evs), evs[0].Payload)
+		}
+
 		code, _, codeKey := codeBot(t, a, webhookCodeBot)
 		codeURL := enableWebhook(t, a, code.ID, secret)
 		codeChat, _ := chatIntegration(t, a, code.ID)
