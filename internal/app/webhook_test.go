@@ -3,9 +3,12 @@ package app_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/parley-bots/parley/internal/app"
 	"github.com/parley-bots/parley/internal/conversations"
@@ -141,6 +144,50 @@ func TestWebhookIntegration(t *testing.T) {
 			t.Fatalf("after GET: %d events, newest %s", len(evs), evs[0].Payload)
 		}
 
+		// Concurrent bot-level events: all stored, in one webhook
+		// conversation, each run once by the workflow (one message each,
+		// the GET's included).
+		const burst = 12
+		var wg sync.WaitGroup
+		statuses := make([]int, burst)
+		for i := range burst {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				statuses[i] = postJSON(t, flowURL, fmt.Sprintf(`{"text":"burst %d"}`, i), map[string]string{model.WebhookSecretHeader: secret}).status
+			}()
+		}
+		wg.Wait()
+		for i, st := range statuses {
+			if st != 200 {
+				t.Fatalf("concurrent POST %d: %d", i, st)
+			}
+		}
+		flowHook := ""
+		ins, _ := a.Store().Bots().Integrations(context.Background(), flowBot)
+		for _, in := range ins {
+			if in.Name == model.IntegrationWebhook {
+				flowHook = conversations.WebhookConversationID(flowBot, in.WebhookID)
+			}
+		}
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			n, err := a.Store().Chat().CountMessages(context.Background(), flowBot, flowHook)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n == burst+1 {
+				break
+			}
+			if n > burst+1 || time.Now().After(deadline) {
+				t.Fatalf("messages in the webhook conversation = %d, want %d", n, burst+1)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		if evs := webhookEvents(t, a, flowBot); len(evs) != burst+2 {
+			t.Fatalf("webhook events = %d, want %d", len(evs), burst+2)
+		}
+
 		code, _, codeKey := codeBot(t, a, webhookCodeBot)
 		codeURL := enableWebhook(t, a, code.ID, secret)
 		codeChat, _ := chatIntegration(t, a, code.ID)
@@ -153,7 +200,7 @@ func TestWebhookIntegration(t *testing.T) {
 			t.Fatalf("stored webhook events = %d, want 2", len(evs))
 		}
 		// The bot-level event's conversation is the webhook integration's.
-		ins, _ := a.Store().Bots().Integrations(context.Background(), code.ID)
+		ins, _ = a.Store().Bots().Integrations(context.Background(), code.ID)
 		for _, in := range ins {
 			if in.Name != model.IntegrationWebhook {
 				continue
