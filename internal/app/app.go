@@ -270,7 +270,7 @@ func (a *App) start(ctx context.Context, o options) error {
 	mux.Handle("/webchat/", webchat.NewHandler(webchat.Deps{Chat: a.chat, Webchat: webchatUC, Files: fileUC,
 		Hub: hub, PublicURL: a.URL, Limits: limits}, webchat.Options{}))
 	// The Webhook interface: the built-in webhook integration's events.
-	hooks := webhook.NewHandler(conversations.NewWebhooks(a.db, commit))
+	hooks := webhook.NewHandler(conversations.NewWebhooks(a.db, commit), limits)
 	for _, route := range webhook.Routes {
 		mux.Handle(route, hooks)
 	}

@@ -239,3 +239,33 @@ func postJSON(t *testing.T, url, body string, headers map[string]string) adminRe
 	_ = json.NewDecoder(res.Body).Decode(&out)
 	return adminResult{res.StatusCode, out}
 }
+
+// TestWebhookRateLimit: requests to a bot's webhook count in the bot's
+// request rate; above it they are refused with 429 and store nothing.
+func TestWebhookRateLimit(t *testing.T) {
+	cfg := testapp.Config(t, "")
+	cfg.RatePerBot = 1 // bursts of 2
+	a := testapp.Start(t, cfg)
+	bot, _, _ := codeBot(t, a, `bot.on.event('*', async () => {})`)
+	url := enableWebhook(t, a, bot.ID, "s")
+	var got []int
+	for range 4 {
+		res := postJSON(t, url, `{}`, map[string]string{model.WebhookSecretHeader: "s"})
+		got = append(got, res.status)
+		if res.status == 429 && res.body["type"] != "RateLimited" {
+			t.Fatalf("429 body = %v", res.body)
+		}
+	}
+	accepted := 0
+	for _, st := range got {
+		if st == 200 {
+			accepted++
+		}
+	}
+	if got[len(got)-1] != 429 || accepted < 2 {
+		t.Fatalf("statuses = %v, want 200s then 429", got)
+	}
+	if evs := webhookEvents(t, a, bot.ID); len(evs) != accepted {
+		t.Fatalf("stored events = %d, accepted %d", len(evs), accepted)
+	}
+}

@@ -58,12 +58,9 @@ func WebhookConversationID(botID, webhookID string) string {
 	return uuid.NewSHA1(webhookNamespace, []byte(botID+"/"+webhookID)).String()
 }
 
-// Receive turns a request into the bot's webhook event. An unknown or
-// disabled webhook id is NotFound; a wrong or missing secret (when the
-// integration has one) Unauthorized; a body that is not JSON, or that
-// names a conversation or user the bot does not have, InvalidPayload.
-// Nothing is stored unless the event and its turn are.
-func (s *Webhooks) Receive(ctx context.Context, webhookID string, r WebhookRequest) (*model.Event, error) {
+// Resolve returns the enabled webhook integration of a webhook id; an
+// unknown or disabled one (or another integration's) is NotFound.
+func (s *Webhooks) Resolve(ctx context.Context, webhookID string) (*model.Integration, error) {
 	in, err := s.store.Bots().IntegrationByWebhook(ctx, webhookID)
 	if model.IsNotFound(err) || (err == nil && (in.Name != model.IntegrationWebhook || !in.Enabled)) {
 		return nil, model.Errorf(model.ErrNotFound, "no webhook integration with this webhook id")
@@ -71,6 +68,16 @@ func (s *Webhooks) Receive(ctx context.Context, webhookID string, r WebhookReque
 	if err != nil {
 		return nil, err
 	}
+	return in, nil
+}
+
+// Receive turns a request to the webhook integration in (from Resolve)
+// into the bot's webhook event. A wrong or missing secret (when the
+// integration has one) is Unauthorized; a body that is not JSON, or that
+// names a conversation or user the bot does not have, InvalidPayload.
+// Nothing is stored unless the event and its turn are.
+func (s *Webhooks) Receive(ctx context.Context, in *model.Integration, r WebhookRequest) (*model.Event, error) {
+	webhookID := in.WebhookID
 	if want, _ := in.Configuration[model.WebhookSecret].(string); want != "" &&
 		subtle.ConstantTimeCompare([]byte(r.Secret), []byte(want)) != 1 {
 		return nil, model.Unauthorized("invalid webhook secret: send the integration's secret in the %s header", model.WebhookSecretHeader)

@@ -20,15 +20,18 @@ import (
 const MaxBody = model.WebhookBodyLimit
 
 type handler struct {
-	hooks *conversations.Webhooks
+	hooks  *conversations.Webhooks
+	limits *httpx.Limits
 }
 
 // Routes are the patterns to mount NewHandler's handler on.
 var Routes = []string{"/{webhookId}", "/{webhookId}/{path...}"}
 
 // NewHandler returns the Webhook interface's handler; mount it on Routes.
-func NewHandler(hooks *conversations.Webhooks) http.Handler {
-	h := &handler{hooks: hooks}
+// limits (nil: none) counts every request to a bot's webhook, accepted or
+// not, in the bot's request rate.
+func NewHandler(hooks *conversations.Webhooks, limits *httpx.Limits) http.Handler {
+	h := &handler{hooks: hooks, limits: limits}
 	return httpx.LimitBody(MaxBody, httpx.Handler(h.receive))
 }
 
@@ -37,9 +40,15 @@ func (h *handler) receive(w http.ResponseWriter, r *http.Request) error {
 	if r.Method != http.MethodPost && r.Method != http.MethodGet {
 		return model.Errorf(model.ErrMethodNotFound, "the webhook integration takes POST (JSON) or GET, not %s", r.Method)
 	}
+	in, err := h.hooks.Resolve(r.Context(), r.PathValue("webhookId"))
+	if err != nil {
+		return err
+	}
+	if err := h.limits.AllowBot(in.BotID); err != nil {
+		return err
+	}
 	var body []byte
 	if r.Method == http.MethodPost {
-		var err error
 		if body, err = io.ReadAll(r.Body); err != nil {
 			if mbe := (*http.MaxBytesError)(nil); errors.As(err, &mbe) {
 				return httpx.TooLarge(MaxBody)
@@ -53,7 +62,7 @@ func (h *handler) receive(w http.ResponseWriter, r *http.Request) error {
 	}
 	req := conversations.WebhookRequest{Method: r.Method, Path: path, Query: values(r.URL.Query()),
 		Headers: headers(r.Header), Body: body, Secret: r.Header.Get(model.WebhookSecretHeader)}
-	e, err := h.hooks.Receive(r.Context(), r.PathValue("webhookId"), req)
+	e, err := h.hooks.Receive(r.Context(), in, req)
 	if err != nil {
 		return err
 	}
