@@ -30,6 +30,15 @@ function tag(entity, name) {
   return tags[name] ?? tags[`telegram:${name}`]
 }
 
+// header reads a header of the forwarded request whatever its case (the
+// SDK's server lowercases names; a forwarder may not).
+function header(req, name) {
+  const headers = req.headers || {}
+  if (headers[name] !== undefined) return headers[name]
+  const key = Object.keys(headers).find((k) => k.toLowerCase() === name)
+  return key === undefined ? undefined : headers[key]
+}
+
 function equalSecrets(a, b) {
   const x = Buffer.from(String(a))
   const y = Buffer.from(String(b))
@@ -44,7 +53,7 @@ function userName(from) {
 // ---- incoming: Telegram → Parley ----
 
 async function webhook({ req, client, ctx, logger }) {
-  const given = req.headers[SECRET_HEADER]
+  const given = header(req, SECRET_HEADER)
   if (!given || !equalSecrets(given, secretToken(ctx.configuration, ctx.webhookId))) {
     logger.forBot().warn('Telegram webhook: a request without the secret token set at registration was refused')
     return { status: 401, body: JSON.stringify({ error: 'invalid or missing X-Telegram-Bot-Api-Secret-Token' }) }

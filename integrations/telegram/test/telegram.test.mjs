@@ -157,13 +157,13 @@ const only = (calls, op) => calls.filter((c) => c.op === op)
 
 // update delivers a Telegram update as Parley's Webhook interface
 // forwards it: webhook_received with the request.
-const update = (u, secret = webhookSecret) =>
+const update = (u, secret = webhookSecret, secretHeader = 'x-telegram-bot-api-secret-token') =>
   call('webhook_received', {
     req: {
       method: 'POST',
       path: '',
       query: '',
-      headers: { 'content-type': 'application/json', ...(secret && { 'x-telegram-bot-api-secret-token': secret }) },
+      headers: { 'content-type': 'application/json', ...(secret && { [secretHeader]: secret }) },
       body: JSON.stringify(u),
     },
   })
@@ -232,6 +232,13 @@ test('a text message becomes the Telegram user, chat and an incoming text messag
     assert.equal(c.headers['x-integration-id'], INTEGRATION_ID)
     assert.equal(c.headers['x-integration-alias'], 'telegram')
   }
+})
+
+test('the secret token header is found whatever the case of its name', async () => {
+  reset()
+  const res = await update({ update_id: 8, message: { message_id: 15, from, chat, date: 1, text: 'canonical' } }, webhookSecret, 'X-Telegram-Bot-Api-Secret-Token')
+  assert.equal(res.status, 200, res.text)
+  assert.equal(only(runtime.calls, 'POST /v1/chat/messages/get-or-create').length, 1)
 })
 
 test('a photo becomes an image message with Telegram\'s file URL and the caption', async () => {
