@@ -31,7 +31,9 @@ const definition = new IntegrationDefinition({
         text: messages.defaults.text,
         image: messages.defaults.image,
         choice: messages.defaults.choice,
+        dropdown: messages.defaults.dropdown,
         card: messages.defaults.card,
+        carousel: messages.defaults.carousel,
       },
       message: { tags: { id: { title: 'Telegram message id' }, chatId: { title: 'Telegram chat id' } } },
       conversation: {

@@ -9,9 +9,10 @@
 //   getOrCreateConversation, tags userId and chatId) and an incoming message
 //   (getOrCreateMessage with the Telegram message id as tag `id`, so an update
 //   Telegram delivers twice is stored once).
-// - message_created on channel `channel`: text, image, choice (inline
-//   keyboard buttons) and card (photo, caption, buttons) become sendMessage /
-//   sendPhoto; the sent message's id is acknowledged as its tags.
+// - message_created on channel `channel`: text, image, choice and dropdown
+//   (inline keyboard buttons), card (photo, caption, buttons) and carousel
+//   (a message per card) become sendMessage / sendPhoto; the sent message's
+//   id is acknowledged as its tags.
 // - actions: sendTyping, getMe.
 'use strict'
 const crypto = require('node:crypto')
@@ -167,26 +168,43 @@ async function send({ ctx, conversation, ack }, method, params) {
   await ack({ tags: { id: String(sent.message_id), chatId: String(chatId) } })
 }
 
+// A card is a photo (or a text without an image) with its title and
+// subtitle as caption and its actions as buttons.
+function cardMessage(card) {
+  const caption = [card.title, card.subtitle].filter(Boolean).join('\n')
+  const rows = (card.actions || []).map((a) => [a.action === 'url' ? { text: a.label, url: a.value } : button(a.label, a.value)])
+  return card.imageUrl
+    ? ['sendPhoto', { photo: card.imageUrl, caption, ...keyboard(rows) }]
+    : ['sendMessage', { text: caption, ...keyboard(rows) }]
+}
+
+const choice = async (props) =>
+  send(props, 'sendMessage', {
+    text: props.payload.text,
+    ...keyboard(props.payload.options.map((o) => [button(o.label, o.value)])),
+  })
+
 const channels = {
   channel: {
     messages: {
       text: async (props) => send(props, 'sendMessage', { text: props.payload.text }),
       image: async (props) =>
         send(props, 'sendPhoto', { photo: props.payload.imageUrl, ...(props.payload.title && { caption: props.payload.title }) }),
-      choice: async (props) =>
-        send(props, 'sendMessage', {
-          text: props.payload.text,
-          ...keyboard(props.payload.options.map((o) => [button(o.label, o.value)])),
-        }),
-      card: async (props) => {
-        const { title, subtitle, imageUrl, actions } = props.payload
-        const caption = [title, subtitle].filter(Boolean).join('\n')
-        const rows = (actions || []).map((a) => [a.action === 'url' ? { text: a.label, url: a.value } : button(a.label, a.value)])
-        if (imageUrl) {
-          await send(props, 'sendPhoto', { photo: imageUrl, caption, ...keyboard(rows) })
-        } else {
-          await send(props, 'sendMessage', { text: caption, ...keyboard(rows) })
+      choice,
+      dropdown: choice,
+      card: async (props) => send(props, ...cardMessage(props.payload)),
+      // One Telegram message per card; the Parley message is acknowledged
+      // with the first one's id.
+      carousel: async (props) => {
+        const cards = props.payload.items || []
+        if (!cards.length) {
+          throw new sdk.RuntimeError('a carousel needs at least one card')
         }
+        const acks = []
+        for (const card of cards) {
+          await send({ ...props, ack: async (a) => void acks.push(a) }, ...cardMessage(card))
+        }
+        await props.ack(acks[0])
       },
     },
   },

@@ -355,6 +355,27 @@ test('a card is a photo with its title and subtitle as caption and its actions a
   assert.deepEqual(telegram.calls[0], { method: 'sendMessage', params: { chat_id: '777', text: 'No picture' } })
 })
 
+test('a dropdown is a choice; a carousel is one message per card', async () => {
+  reset()
+  const options = [{ label: 'Red', value: 'red' }]
+  assert.equal((await outgoing('dropdown', { text: 'Colour?', options })).status, 200)
+  assert.deepEqual(telegram.calls[0].params.reply_markup, { inline_keyboard: [[{ text: 'Red', callback_data: 'red' }]] })
+  reset()
+  const first = telegram.nextMessageId
+  const items = [
+    { title: 'One', imageUrl: 'https://example.com/1.png', actions: [{ action: 'say', label: 'Pick one', value: 'one' }] },
+    { title: 'Two', actions: [] },
+  ]
+  const res = await outgoing('carousel', { items })
+  assert.equal(res.status, 200, res.text)
+  assert.deepEqual(telegram.calls.map((c) => c.method), ['sendPhoto', 'sendMessage'])
+  assert.deepEqual(telegram.calls[0].params.reply_markup, { inline_keyboard: [[{ text: 'Pick one', callback_data: 'one' }]] })
+  assert.equal(telegram.calls[1].params.text, 'Two')
+  const acks = only(runtime.calls, 'PUT /v1/chat/messages/msg-out')
+  assert.equal(acks.length, 1)
+  assert.deepEqual(acks[0].input.tags, { id: String(first), chatId: '777' })
+})
+
 test('a reply Telegram refuses, or to a conversation that is not a Telegram chat, fails', async () => {
   reset()
   const bad = await outgoing('text', { text: 'x' }, { id: 'conv-x', channel: 'channel', tags: {} })
