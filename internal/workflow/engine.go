@@ -128,7 +128,9 @@ type Input struct {
 	Text  string
 	Value string
 	// EventName is a custom event's name: payload.name, else payload.type.
-	EventName       string
+	EventName string
+	// WebhookPath is a webhook event's payload.path.
+	WebhookPath     string
 	Now             time.Time
 	HasConversation bool
 }
@@ -143,7 +145,7 @@ func (b *Bot) Route(d *Dialog, in Input) *Trigger {
 		// Only a webhook trigger: the webhook conversation has no user to
 		// greet, and a chat conversation's dialog is not the webhook's.
 		for i := range b.Doc.Triggers {
-			if t := &b.Doc.Triggers[i]; t.Type == TriggerWebhook {
+			if t := &b.Doc.Triggers[i]; t.Type == TriggerWebhook && (t.Path == "" || t.Path == in.WebhookPath) {
 				return t
 			}
 		}

@@ -391,24 +391,30 @@ func TestWebhookTrigger(t *testing.T) {
 		"welcome": {"nodes": {"w": {"type": "start", "cards": [{"type": "message", "payload": "welcome"}]}}},
 		"hook": {"nodes": {"h": {"type": "start", "cards": [{"type": "message", "payload": "hook"}]}}}
 	}`
-	with := mustParse(t, doc(flows, `"triggers": [{"type": "conversation_started", "workflow": "welcome"}, {"type": "webhook", "workflow": "hook"}]`))
+	with := mustParse(t, doc(flows, `"triggers": [{"type": "conversation_started", "workflow": "welcome"},
+		{"type": "webhook", "path": "/orders", "workflow": "main"}, {"type": "webhook", "workflow": "hook"}]`))
 	without := mustParse(t, doc(flows, `"triggers": [{"type": "conversation_started", "workflow": "welcome"}]`))
-	in := InputFor(runtime.Event{Type: model.WebhookEventType, Payload: map[string]any{"body": map[string]any{}}}, time.Now())
-	if in.Kind != InputWebhook {
-		t.Fatalf("kind = %q", in.Kind)
+	event := func(path string) Input {
+		return InputFor(runtime.Event{Type: model.WebhookEventType, Payload: map[string]any{"body": map[string]any{}, "path": path}}, time.Now())
+	}
+	if in := event("/x"); in.Kind != InputWebhook || in.WebhookPath != "/x" {
+		t.Fatalf("input = %+v", in)
 	}
 	for _, c := range []struct {
 		name string
 		bot  *Bot
 		d    *Dialog
+		path string
 		want string
 	}{
-		{"first turn", with, nil, "hook"},
-		{"later turn", with, &Dialog{Turns: 3}, "hook"},
-		{"no webhook trigger", without, nil, ""},
+		{"first turn", with, nil, "", "hook"},
+		{"later turn", with, &Dialog{Turns: 3}, "", "hook"},
+		{"the trigger of its path", with, nil, "/orders", "main"},
+		{"another path", with, nil, "/other", "hook"},
+		{"no webhook trigger", without, nil, "", ""},
 	} {
 		got := ""
-		if trig := c.bot.Route(c.d, in); trig != nil {
+		if trig := c.bot.Route(c.d, event(c.path)); trig != nil {
 			got = trig.Workflow
 		}
 		if got != c.want {

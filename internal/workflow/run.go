@@ -30,6 +30,7 @@ func InputFor(ev runtime.Event, now time.Time) Input {
 		in.Kind = InputSchedule
 	case ev.Type == model.WebhookEventType:
 		in.Kind = InputWebhook
+		in.WebhookPath, _ = ev.Payload["path"].(string)
 	default:
 		in.Kind = InputEvent
 		if n, ok := ev.Payload["name"].(string); ok && n != "" {
