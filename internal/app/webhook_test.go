@@ -199,6 +199,26 @@ func TestWebhookIntegration(t *testing.T) {
 		if evs := webhookEvents(t, a, code.ID); len(evs) != 2 {
 			t.Fatalf("stored webhook events = %d, want 2", len(evs))
 		}
+		// Any JSON is an event; a conversationId that is not a string is not.
+		for _, c := range []struct {
+			body   string
+			status int
+		}{
+			{`[1, 2, 3]`, 200},
+			{`"just a string"`, 200},
+			{``, 200},
+			{`{"conversationId": 5}`, 400},
+			{`{"userId": ["x"]}`, 400},
+			{`{"a": `, 400},
+		} {
+			res := postJSON(t, codeURL, c.body, map[string]string{model.WebhookSecretHeader: secret})
+			if res.status != c.status || (c.status == 400 && res.body["type"] != "InvalidPayload") {
+				t.Fatalf("POST %q: %d %v, want %d", c.body, res.status, res.body, c.status)
+			}
+		}
+		if evs := webhookEvents(t, a, code.ID); len(evs) != 5 || string(evs[0].Payload[:9]) != `{"body":{` {
+			t.Fatalf("stored webhook events = %d (newest %s), want 5", len(evs), evs[0].Payload)
+		}
 		// The bot-level event's conversation is the webhook integration's.
 		ins, _ = a.Store().Bots().Integrations(context.Background(), code.ID)
 		for _, in := range ins {
