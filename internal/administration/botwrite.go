@@ -345,6 +345,9 @@ func writeIntegrations(ctx context.Context, tx store.Store, botID string, patch 
 		if cur == nil {
 			cur = &model.Integration{BotID: botID, Name: name, Enabled: true, WebhookID: model.NewSecret("wh_"),
 				Configuration: map[string]any{}, CreatedAt: now}
+			if name == model.IntegrationWebhook {
+				cur.WebhookID = newWebhookID()
+			}
 		}
 		if w.Enabled != nil {
 			cur.Enabled = *w.Enabled
@@ -365,6 +368,11 @@ func writeIntegrations(ctx context.Context, tx store.Store, botID string, patch 
 				cur.Configuration[model.ChatEncryptionKey] = model.NewSecret("")
 			}
 		}
+		if name == model.IntegrationWebhook {
+			if err := checkWebhookConfiguration(cur.Configuration); err != nil {
+				return err
+			}
+		}
 		if _, err := json.Marshal(cur.Configuration); err != nil {
 			return model.Invalid("integrations.%s.configuration: %v", name, err)
 		}
@@ -372,6 +380,19 @@ func writeIntegrations(ctx context.Context, tx store.Store, botID string, patch 
 		if err := tx.Bots().PutIntegration(ctx, cur); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// checkWebhookConfiguration checks the built-in webhook integration's
+// configuration: secret, when set, is a non-empty string.
+func checkWebhookConfiguration(cfg map[string]any) error {
+	v, ok := cfg[model.WebhookSecret]
+	if !ok {
+		return nil
+	}
+	if s, isString := v.(string); !isString || s == "" {
+		return model.Invalid("integrations.webhook.configuration.%s: must be a non-empty string (null removes it)", model.WebhookSecret)
 	}
 	return nil
 }

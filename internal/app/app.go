@@ -25,6 +25,7 @@ import (
 	runtimehttp "github.com/parley-bots/parley/internal/httpapi/runtimeapi"
 	tableshttp "github.com/parley-bots/parley/internal/httpapi/tables"
 	"github.com/parley-bots/parley/internal/httpapi/webchat"
+	"github.com/parley-bots/parley/internal/httpapi/webhook"
 	"github.com/parley-bots/parley/internal/metrics"
 	"github.com/parley-bots/parley/internal/model"
 	"github.com/parley-bots/parley/internal/realtime"
@@ -268,6 +269,11 @@ func (a *App) start(ctx context.Context, o options) error {
 	mux.Handle("/chat/", chat.NewHandler(a.chat, hub, limits))
 	mux.Handle("/webchat/", webchat.NewHandler(webchat.Deps{Chat: a.chat, Webchat: webchatUC, Files: fileUC,
 		Hub: hub, PublicURL: a.URL, Limits: limits}, webchat.Options{}))
+	// The Webhook interface: the built-in webhook integration's events.
+	hooks := webhook.NewHandler(conversations.NewWebhooks(a.db, commit), limits)
+	for _, route := range webhook.Routes {
+		mux.Handle(route, hooks)
+	}
 	pages, err := web.NewHandler(webchatUC, a.URL)
 	if err != nil {
 		return err

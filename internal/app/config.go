@@ -136,7 +136,7 @@ func LoadConfig(args []string, getenv func(string) string, stderr io.Writer) (Co
 	intVar(&c.StreamsPerUser, "max-streams-per-user", "PARLEY_MAX_STREAMS_PER_USER", realtime.DefaultMaxStreamsPerUser, "open SSE streams per chat user")
 	intVar(&c.StreamsPerConv, "max-streams-per-conversation", "PARLEY_MAX_STREAMS_PER_CONVERSATION", realtime.DefaultMaxStreamsPerConversation, "open SSE streams per conversation")
 	floatVar(&c.RatePerUser, "rate-per-user", "PARLEY_RATE_PER_USER", httpx.DefaultRatePerUser, "Chat and Webchat API requests per second per user, bursts of twice that; -1: no limit")
-	floatVar(&c.RatePerBot, "rate-per-bot", "PARLEY_RATE_PER_BOT", httpx.DefaultRatePerBot, "Chat, Webchat and Runtime API requests per second per bot, bursts of twice that; -1: no limit")
+	floatVar(&c.RatePerBot, "rate-per-bot", "PARLEY_RATE_PER_BOT", httpx.DefaultRatePerBot, "Chat, Webchat, Runtime API and webhook requests per second per bot, bursts of twice that; -1: no limit")
 	intVar(&c.DBMaxConnections, "db-max-connections", "PARLEY_DB_MAX_CONNECTIONS", 0, "database pool size; 0: 64 on SQLite, 32 on PostgreSQL")
 	if err := errors.Join(envErrs...); err != nil {
 		return c, fmt.Errorf("environment: %w", err)

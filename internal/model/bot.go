@@ -39,6 +39,27 @@ const (
 	IntegrationWebchat = "webchat"
 )
 
+// IntegrationWebhook is the built-in webhook integration: every bot may
+// enable it (updateBot with integrations.webhook); a POST of JSON to
+// {public-url}/{webhookId} becomes a WebhookEventType event of the bot.
+const IntegrationWebhook = "webhook"
+
+// WebhookEventType is the bot-side type of the events the webhook
+// integration creates.
+const WebhookEventType = "webhook:event"
+
+// WebhookSecret is the configuration key of the webhook integration that
+// holds the optional secret; a request must then carry it in the
+// WebhookSecretHeader header.
+const (
+	WebhookSecret       = "secret"
+	WebhookSecretHeader = "x-bp-secret"
+)
+
+// WebhookBodyLimit bounds a request to the webhook integration: its body
+// becomes an event payload, which bots read with the Runtime API's limit.
+const WebhookBodyLimit = 1 << 20
+
 // ChatEncryptionKey is the configuration key of the chat integration that
 // holds the HS256 secret of user keys (and of the webchat's file URLs).
 const ChatEncryptionKey = "encryptionKey"

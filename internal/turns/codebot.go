@@ -190,6 +190,9 @@ func (rt *Runtime) prepareTurn(ctx context.Context, b *model.Bot, v *model.BotVe
 			ev.Integration = c.Integration
 		}
 	}
+	if in.Event.MessageID == "" && ev.Type == model.WebhookEventType {
+		ev.Integration = model.IntegrationWebhook // whichever conversation it was given to
+	}
 	ev.Tags = runtime.NewTags(convTags, in.MessageTags, userTags)
 	// A text message of a bot with knowledge bases queries them: event.kb.
 	if text, ok := ev.Payload["text"].(string); ok && rt.kb != nil && in.Event.MessageID != "" && strings.TrimSpace(text) != "" {

@@ -116,6 +116,8 @@ const (
 	InputEvent    = "event"
 	InputTimeout  = "timeout"
 	InputSchedule = "schedule"
+	// InputWebhook is a webhook:event of the built-in webhook integration.
+	InputWebhook = "webhook"
 )
 
 // Input is what the engine needs of the turn's event.
@@ -126,7 +128,9 @@ type Input struct {
 	Text  string
 	Value string
 	// EventName is a custom event's name: payload.name, else payload.type.
-	EventName       string
+	EventName string
+	// WebhookPath is a webhook event's payload.path.
+	WebhookPath     string
 	Now             time.Time
 	HasConversation bool
 }
@@ -135,6 +139,16 @@ type Input struct {
 // it in event.trigger. d is nil on a conversation's first turn.
 func (b *Bot) Route(d *Dialog, in Input) *Trigger {
 	if in.Kind == InputTimeout || in.Kind == InputSchedule {
+		return nil
+	}
+	if in.Kind == InputWebhook {
+		// Only a webhook trigger: the webhook conversation has no user to
+		// greet, and a chat conversation's dialog is not the webhook's.
+		for i := range b.Doc.Triggers {
+			if t := &b.Doc.Triggers[i]; t.Type == TriggerWebhook && (t.Path == "" || t.Path == in.WebhookPath) {
+				return t
+			}
+		}
 		return nil
 	}
 	if d == nil || d.Turns == 0 {

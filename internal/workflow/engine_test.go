@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/parley-bots/parley/internal/model"
 	"github.com/parley-bots/parley/internal/runtime"
 )
 
@@ -379,4 +380,45 @@ func TestDialogSurvivesSerialization(t *testing.T) {
 	}
 	converse(t, l2, []step{{say: "41", want: []string{"sum 42"}}})
 	_ = fmt.Sprint
+}
+
+// TestWebhookTrigger: a webhook:event goes to the webhook trigger only,
+// even on a conversation's first turn (never conversation_started), and
+// to nothing in a bot without one.
+func TestWebhookTrigger(t *testing.T) {
+	flows := `{
+		"main": {"nodes": {"start": {"type": "start", "cards": [{"type": "message", "payload": "main"}]}}},
+		"welcome": {"nodes": {"w": {"type": "start", "cards": [{"type": "message", "payload": "welcome"}]}}},
+		"hook": {"nodes": {"h": {"type": "start", "cards": [{"type": "message", "payload": "hook"}]}}}
+	}`
+	with := mustParse(t, doc(flows, `"triggers": [{"type": "conversation_started", "workflow": "welcome"},
+		{"type": "webhook", "path": "/orders", "workflow": "main"}, {"type": "webhook", "workflow": "hook"}]`))
+	without := mustParse(t, doc(flows, `"triggers": [{"type": "conversation_started", "workflow": "welcome"}]`))
+	event := func(path string) Input {
+		return InputFor(runtime.Event{Type: model.WebhookEventType, Payload: map[string]any{"body": map[string]any{}, "path": path}}, time.Now())
+	}
+	if in := event("/x"); in.Kind != InputWebhook || in.WebhookPath != "/x" {
+		t.Fatalf("input = %+v", in)
+	}
+	for _, c := range []struct {
+		name string
+		bot  *Bot
+		d    *Dialog
+		path string
+		want string
+	}{
+		{"first turn", with, nil, "", "hook"},
+		{"later turn", with, &Dialog{Turns: 3}, "", "hook"},
+		{"the trigger of its path", with, nil, "/orders", "main"},
+		{"another path", with, nil, "/other", "hook"},
+		{"no webhook trigger", without, nil, "", ""},
+	} {
+		got := ""
+		if trig := c.bot.Route(c.d, event(c.path)); trig != nil {
+			got = trig.Workflow
+		}
+		if got != c.want {
+			t.Errorf("%s: routed to %q, want %q", c.name, got, c.want)
+		}
+	}
 }

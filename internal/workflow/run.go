@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/parley-bots/parley/internal/model"
 	"github.com/parley-bots/parley/internal/runtime"
 )
 
@@ -27,6 +28,9 @@ func InputFor(ev runtime.Event, now time.Time) Input {
 		in.Kind = InputTimeout
 	case ev.Type == ScheduleEventType:
 		in.Kind = InputSchedule
+	case ev.Type == model.WebhookEventType:
+		in.Kind = InputWebhook
+		in.WebhookPath, _ = ev.Payload["path"].(string)
 	default:
 		in.Kind = InputEvent
 		if n, ok := ev.Payload["name"].(string); ok && n != "" {

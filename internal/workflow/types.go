@@ -163,6 +163,7 @@ const (
 	TriggerIntent              = "intent"
 	TriggerEvent               = "event"
 	TriggerSchedule            = "schedule"
+	TriggerWebhook             = "webhook"
 )
 
 // Trigger starts a workflow at a node.
@@ -175,6 +176,9 @@ type Trigger struct {
 	Intent    string `json:"intent,omitempty"`
 	EventName string `json:"eventName,omitempty"`
 	Cron      string `json:"cron,omitempty"`
+	// Path narrows a webhook trigger to the events sent to
+	// {webhookUrl}{Path} (empty: every webhook event).
+	Path string `json:"path,omitempty"`
 }
 
 // Action is a JavaScript action, callable from action cards and code.

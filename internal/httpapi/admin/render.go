@@ -223,6 +223,7 @@ func secretNames(secrets map[string]string) []string {
 var integrationMeta = map[string]struct{ title, description, path string }{
 	model.IntegrationChat:    {"Chat", "The Chat API for custom channels, served by Parley", "/chat/"},
 	model.IntegrationWebchat: {"Webchat", "The webchat widget and hosted chat page, served by Parley", "/webchat/"},
+	model.IntegrationWebhook: {"Webhook", "Any JSON POSTed to the webhook URL becomes a webhook:event of the bot, served by Parley", "/"},
 }
 
 // integrationNamespace makes stable definition ids from integration names.
