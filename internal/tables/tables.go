@@ -11,9 +11,10 @@ import (
 	"github.com/parley-bots/parley/internal/store"
 )
 
-// FileSource reads a file a bot uploaded (importTable's fileId). The app
-// wires the Files API's when there is one; exports of this package are
-// always readable (Jobs.Output).
+// FileSource reads a file a bot uploaded (importTable's fileId): the
+// Files API's library (files.Library.ReadFile), wired by the app. A file
+// of another bot is not found. Exports of this package are readable
+// without it (Jobs.Output); nil: only those can be imported.
 type FileSource interface {
 	ReadFile(ctx context.Context, botID, fileID string) ([]byte, error)
 }
