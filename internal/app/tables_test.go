@@ -119,10 +119,10 @@ func TestWorkflowTableCards(t *testing.T) {
 		ctx := context.Background()
 		a := testapp.Start(t, cfg())
 		botID, _ := workflowBot(t, a, json.RawMessage(`{"workflows": {"main": {"nodes": {"start": {"type": "start", "cards": [
-			{"type": "tableWrite", "table": "LeadsTable", "keyColumn": "email", "row": {"email": "{{ event.preview }}", "note": "seen {{ event.preview }}"}},
+			{"type": "tableWrite", "table": "LeadsTable", "keyColumn": "email", "row": {"email": "{{ event.preview }}", "note": "seen {{ event.preview }}", "length": "{{ event.preview.length }}"}},
 			{"type": "tableRead", "table": "LeadsTable", "filter": {"email": "{{ event.preview }}"}, "output": "workflow.lead"},
 			{"type": "tableRead", "table": "LeadsTable", "filter": {"email": "nobody"}, "output": "workflow.none"},
-			{"type": "message", "payload": "{{ workflow.lead.note }} #{{ workflow.lead.id }} {{ workflow.none === null ? 'none' : 'some' }}"}
+			{"type": "message", "payload": "{{ workflow.lead.note }} #{{ workflow.lead.id }} {{ typeof workflow.lead.length }} {{ workflow.lead.length + 1 }} {{ workflow.none === null ? 'none' : 'some' }}"}
 		]}}}}}`))
 		token, err := a.RuntimeAPI().Credentials.MintBotToken(ctx, botID)
 		if err != nil {
@@ -146,7 +146,7 @@ func TestWorkflowTableCards(t *testing.T) {
 				_ = json.NewDecoder(res.Body).Decode(out)
 			}
 		}
-		call("POST", "/v1/tables", `{"name":"LeadsTable","schema":{"type":"object","properties":{"email":{"type":"string"},"note":{"type":"string"}}}}`, nil)
+		call("POST", "/v1/tables", `{"name":"LeadsTable","schema":{"type":"object","properties":{"email":{"type":"string"},"note":{"type":"string"},"length":{"type":"number"}}}}`, nil)
 		var u struct{ User struct{ ID string } }
 		call("POST", "/v1/chat/users", `{}`, &u)
 		var c struct{ Conversation struct{ ID string } }
@@ -162,7 +162,7 @@ func TestWorkflowTableCards(t *testing.T) {
 			}
 			call("GET", "/v1/chat/messages?conversationId="+c.Conversation.ID, "", &ms)
 			if len(ms.Messages) > 0 && ms.Messages[0].Direction == "outgoing" {
-				if got := ms.Messages[0].Payload.Text; got != "seen ada@example.com #1 none" {
+				if got := ms.Messages[0].Payload.Text; got != "seen ada@example.com #1 number 16 none" {
 					t.Fatalf("reply = %q", got)
 				}
 				break

@@ -360,6 +360,9 @@ func Query(t *model.Table, in FindInput) (*model.TableQuery, error) {
 		if len(in.Search) > 1024 {
 			return nil, model.Errorf(model.ErrInvalidPayload, "search: at most 1024 characters")
 		}
+		if model.HasNUL(in.Search) {
+			return nil, model.Errorf(model.ErrInvalidPayload, "search: text cannot contain the NUL character (\\u0000)")
+		}
 		for _, c := range t.Columns {
 			if c.Type == "string" && c.Searchable {
 				q.SearchColumns = append(q.SearchColumns, model.Field{Name: c.Name, Type: c.Type})
