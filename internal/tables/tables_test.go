@@ -101,6 +101,15 @@ var filterCases = []struct {
 	{"regex", `{"filter":{"name":{"$regex":"^a"}}}`, []int64{6}},
 	{"regex options", `{"filter":{"name":{"$regex":"^a","$options":"i"}}}`, []int64{1, 3, 6}},
 	{"regex alternation", `{"filter":{"name":{"$regex":"(ace|ara)$"}}}`, []int64{2, 5, 6}},
+	// Go syntax PostgreSQL's own would refuse or read otherwise (model.PostgresRegex)
+	{"regex named group, inline flag group", `{"filter":{"name":{"$regex":"^(?P<first>A)(?i:LA)"}}}`, []int64{3}},
+	{"regex flag mid-pattern", `{"filter":{"name":{"$regex":"a(?i)C"}}}`, []int64{2, 6}},
+	{"regex Unicode class, \\s", `{"filter":{"name":{"$regex":"^\\pL+\\s\\pL+$"}}}`, []int64{6}},
+	{"regex quoted", `{"filter":{"name":{"$regex":"\\Qa l\\E"}}}`, []int64{6}},
+	{"regex word boundary", `{"filter":{"city":{"$regex":"\\bYork$"}}}`, []int64{2}},
+	{"regex POSIX class, bounded repeat", `{"filter":{"name":{"$regex":"^[[:upper:]][^aeiou]{0,3}a"}}}`, []int64{1, 2, 3, 5}},
+	{"regex multi-line anchors", `{"filter":{"city":{"$regex":"(?m)^London$"}}}`, []int64{1, 3}},
+	{"regex dot", `{"filter":{"city":{"$regex":"^N.w"}}}`, []int64{2}},
 	{"and", `{"filter":{"$and":[{"active":true},{"age":{"$gt":30}}]}}`, []int64{1, 3}},
 	{"or", `{"filter":{"$or":[{"city":"Paris"},{"age":{"$lt":30}}]}}`, []int64{4, 6}},
 	{"not", `{"filter":{"$not":{"city":"London"}}}`, []int64{2, 4, 5, 6}},
@@ -185,6 +194,12 @@ var invalidCases = []struct{ body, mention string }{
 	{`{"group":{"name":"median"}}`, `"median"`},
 	{`{"group":{"name":"sum"}}`, `group.name`},
 	{`{"limit":0}`, `limit`},
+	{`{"filter":{"name":"a\u0000"}}`, `NUL`},
+	{`{"filter":{"$or":[{"name":{"$in":["x","\u0000"]}}]}}`, `NUL`},
+	{`{"search":"a\u0000"}`, `NUL`},
+	{`{"filter":{"name":{"$regex":"a{256}"}}}`, `255`},
+	{`{"filter":{"name":{"$regex":"([a-z]{0,30}x{0,30}y{0,30}){0,33}"}}}`, `too complex`},
+	{`{"filter":{"name":{"$regex":"\\x00"}}}`, `NUL`},
 }
 
 func TestFindRowsInvalid(t *testing.T) {
@@ -206,7 +221,7 @@ func TestRowsLifecycle(t *testing.T) {
 		ctx := context.Background()
 		bot, ts, rs, js := seed(t, db)
 		// invalid rows: nothing written
-		for _, bad := range []string{`{"name":1}`, `{"nme":"x"}`, `{"age":3}`} {
+		for _, bad := range []string{`{"name":1}`, `{"nme":"x"}`, `{"age":3}`, `{"name":"a\u0000b"}`, `{"name":"x","langs":["\u0000"]}`} {
 			_, err := rs.Create(ctx, bot, "PeopleTable", []map[string]any{obj(`{"name":"ok"}`), obj(bad)})
 			if model.TypeOf(err) != model.ErrInvalidPayload || !strings.Contains(err.Error(), "column") {
 				t.Errorf("%s: got %v", bad, err)
