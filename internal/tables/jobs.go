@@ -171,7 +171,7 @@ func (s *Jobs) insert(ctx context.Context, botID string, t *model.Table, rows []
 		}
 	}
 	return s.st.InTx(ctx, func(tx store.Store) error {
-		r := &Rows{st: tx}
+		r := &Rows{st: tx, maxRows: s.rows.maxRows}
 		for i := 0; i < len(rows); i += model.MaxRowsPerRequest {
 			if _, err := r.Create(ctx, botID, t.ID, rows[i:min(i+model.MaxRowsPerRequest, len(rows))]); err != nil {
 				return err

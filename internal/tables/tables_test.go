@@ -65,7 +65,7 @@ var people = []string{
 }
 
 func seed(t testing.TB, db store.DB) (string, *tables.Tables, *tables.Rows, *tables.Jobs) {
-	ts, rs, js := tables.New(db, nil)
+	ts, rs, js := tables.New(db, nil, tables.Limits{})
 	bot := newBot(t, db)
 	_, err := ts.Create(context.Background(), bot, tables.TableInput{Name: "PeopleTable", Schema: obj(peopleSchema)})
 	must(t, err)
@@ -305,4 +305,98 @@ func TestRowsLifecycle(t *testing.T) {
 	})
 }
 
-var _ = fmt.Sprint
+// TestTableLimits hits each cap of a table (docs/tables-api.md, Limits):
+// a LimitExceeded error, and nothing written. The rows-per-table cap is
+// lowered to 10 (tables.Limits) to be reached quickly.
+func TestTableLimits(t *testing.T) {
+	engines(t, func(t *testing.T, db store.DB) {
+		ctx := context.Background()
+		ts, rs, js := tables.New(db, nil, tables.Limits{RowsPerTable: 10})
+		bot := newBot(t, db)
+		_, err := ts.Create(ctx, bot, tables.TableInput{Name: "NotesTable", KeyColumn: ptr("key"),
+			Schema: obj(`{"type":"object","properties":{"key":{"type":"string"},"text":{"type":"string"}}}`)})
+		must(t, err)
+		rows := func(n int, prefix string) []map[string]any {
+			out := make([]map[string]any, n)
+			for i := range out {
+				out[i] = map[string]any{"key": fmt.Sprintf("%s%d", prefix, i)}
+			}
+			return out
+		}
+		count := func() int {
+			info, err := ts.Get(ctx, bot, "NotesTable")
+			must(t, err)
+			return info.Rows
+		}
+		_, err = rs.Create(ctx, bot, "NotesTable", rows(8, "a"))
+		must(t, err)
+		big := strings.Repeat("x", model.MaxTableRowBytes)
+		export, err := js.Export(ctx, bot, "NotesTable", "json")
+		must(t, err)
+		refusals := []struct {
+			name string
+			run  func() error
+		}{
+			{"rows per table (create)", func() error { _, err := rs.Create(ctx, bot, "NotesTable", rows(3, "b")); return err }},
+			{"rows per table (upsert)", func() error {
+				_, _, err := rs.Upsert(ctx, bot, "NotesTable", "", append(rows(2, "a"), rows(3, "c")...))
+				return err
+			}},
+			{"rows per request", func() error {
+				_, err := rs.Create(ctx, bot, "NotesTable", rows(model.MaxRowsPerRequest+1, "d"))
+				return err
+			}},
+			{"row size", func() error {
+				_, err := rs.Create(ctx, bot, "NotesTable", []map[string]any{{"key": "e", "text": big}})
+				return err
+			}},
+			{"row size (update)", func() error {
+				_, err := rs.Update(ctx, bot, "NotesTable", []map[string]any{{"id": float64(1), "text": big}})
+				return err
+			}},
+			{"columns per table", func() error {
+				props := map[string]any{}
+				for i := 0; i <= model.MaxTableColumns; i++ {
+					props[fmt.Sprintf("c%d", i)] = map[string]any{"type": "string"}
+				}
+				_, err := ts.Update(ctx, bot, "NotesTable", tables.TableInput{Schema: map[string]any{"type": "object", "properties": props}})
+				return err
+			}},
+		}
+		for _, r := range refusals {
+			if err := r.run(); model.TypeOf(err) != model.ErrLimitExceeded {
+				t.Errorf("%s: got %v, want LimitExceeded", r.name, err)
+			}
+			if n := count(); n != 8 {
+				t.Fatalf("%s: %d rows after the refusal, want 8", r.name, n)
+			}
+		}
+		// An import past the cap fails its job and writes nothing.
+		job, err := js.Import(ctx, bot, "NotesTable", tables.OutputFileID(export))
+		must(t, err)
+		if job.Status != "failed" || !strings.Contains(job.Error, "at most 10 rows") || count() != 8 {
+			t.Fatalf("import past the cap: %+v, %d rows", job, count())
+		}
+		// The factor raises the row size limit; the cap is reached exactly.
+		_, err = ts.Update(ctx, bot, "NotesTable", tables.TableInput{Factor: ptr(2)})
+		must(t, err)
+		_, err = rs.Create(ctx, bot, "NotesTable", []map[string]any{{"key": "f", "text": big}, {"key": "g"}})
+		must(t, err)
+		if n := count(); n != 10 {
+			t.Fatalf("%d rows, want 10", n)
+		}
+		// Tables per bot.
+		for i := 1; i < model.MaxTablesPerBot; i++ {
+			_, err := ts.Create(ctx, bot, tables.TableInput{Name: fmt.Sprintf("T%dTable", i), Schema: obj(`{"type":"object","properties":{}}`)})
+			must(t, err)
+		}
+		if _, err := ts.Create(ctx, bot, tables.TableInput{Name: "OneTooManyTable", Schema: obj(`{"type":"object","properties":{}}`)}); model.TypeOf(err) != model.ErrLimitExceeded {
+			t.Fatalf("table %d: got %v, want LimitExceeded", model.MaxTablesPerBot+1, err)
+		}
+		if list, err := ts.List(ctx, bot, nil); err != nil || len(list) != model.MaxTablesPerBot {
+			t.Fatalf("%d tables, %v", len(list), err)
+		}
+	})
+}
+
+func ptr[T any](v T) *T { return &v }
