@@ -174,3 +174,72 @@ func TestWorkflowTableCards(t *testing.T) {
 		}
 	})
 }
+
+// TestWorkflowTableWriteRefused runs a workflow bot whose tableWrite card
+// writes a column the table does not have: the card fails (a
+// workflow_error issue naming the column) and no row is written.
+func TestWorkflowTableWriteRefused(t *testing.T) {
+	engines(t, func(t *testing.T, cfg func() app.Config) {
+		ctx := context.Background()
+		a := testapp.Start(t, cfg())
+		botID, _ := workflowBot(t, a, json.RawMessage(`{"workflows": {"main": {"nodes": {"start": {"type": "start", "cards": [
+			{"type": "tableWrite", "table": "LeadsTable", "row": {"email": "{{ event.preview }}", "phone": "{{ event.preview }}"}},
+			{"type": "message", "payload": "written"}
+		]}}}}}`))
+		token, err := a.RuntimeAPI().Credentials.MintBotToken(ctx, botID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		call := func(method, path, body string, out any) {
+			t.Helper()
+			req, _ := http.NewRequest(method, a.URL+path, strings.NewReader(body))
+			req.Header.Set("Authorization", "Bearer "+token)
+			req.Header.Set("x-bot-id", botID)
+			req.Header.Set("Content-Type", "application/json")
+			res, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer res.Body.Close()
+			if res.StatusCode != 200 {
+				t.Fatalf("%s %s: %s", method, path, res.Status)
+			}
+			if out != nil {
+				_ = json.NewDecoder(res.Body).Decode(out)
+			}
+		}
+		call("POST", "/v1/tables", `{"name":"LeadsTable","schema":{"type":"object","properties":{"email":{"type":"string"}}}}`, nil)
+		var u struct{ User struct{ ID string } }
+		call("POST", "/v1/chat/users", `{}`, &u)
+		var c struct{ Conversation struct{ ID string } }
+		call("POST", "/v1/chat/conversations", `{"channel":"dm"}`, &c)
+		call("POST", "/v1/chat/messages", `{"conversationId":"`+c.Conversation.ID+`","userId":"`+u.User.ID+`","type":"text","payload":{"text":"ada@example.com"}}`, nil)
+		ws := defaultWorkspace(t, a)
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			issues := adminCall(t, a, ws, "GET", "/v1/admin/bots/"+botID+"/issues", "")
+			if s := toJSON(issues.body); strings.Contains(s, "workflow_error") {
+				if !strings.Contains(s, `column \"phone\": no such column`) {
+					t.Fatalf("the issue does not name the column: %s", s)
+				}
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("no workflow_error issue: %v", issues.body)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		var found struct{ Rows []map[string]any }
+		call("POST", "/v1/tables/LeadsTable/rows/find", `{}`, &found)
+		if len(found.Rows) != 0 {
+			t.Fatalf("rows written: %v", found.Rows)
+		}
+		var ms struct{ Messages []struct{ Payload struct{ Text string } } }
+		call("GET", "/v1/chat/messages?conversationId="+c.Conversation.ID, "", &ms)
+		for _, m := range ms.Messages {
+			if m.Payload.Text == "written" {
+				t.Fatalf("the card after the refused write ran")
+			}
+		}
+	})
+}
