@@ -52,24 +52,7 @@ bot.on.message('*', async ({ event, client }) => {
 		if err != nil {
 			t.Fatal(err)
 		}
-		call := func(method, path, body string, out any) {
-			t.Helper()
-			req, _ := http.NewRequest(method, a.URL+path, strings.NewReader(body))
-			req.Header.Set("Authorization", "Bearer "+token)
-			req.Header.Set("x-bot-id", bot.ID)
-			req.Header.Set("Content-Type", "application/json")
-			res, err := http.DefaultClient.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer res.Body.Close()
-			if res.StatusCode != 200 {
-				t.Fatalf("%s %s: %s", method, path, res.Status)
-			}
-			if out != nil {
-				_ = json.NewDecoder(res.Body).Decode(out)
-			}
-		}
+		call := botCaller(t, a, token, bot.ID)
 		call("POST", "/v1/tables", `{"name":"VisitsTable","keyColumn":"user","schema":{"type":"object","properties":{"user":{"type":"string"},"count":{"type":"number"}}}}`, nil)
 		var u struct{ User struct{ ID string } }
 		call("POST", "/v1/chat/users", `{}`, &u)
@@ -128,24 +111,7 @@ func TestWorkflowTableCards(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		call := func(method, path, body string, out any) {
-			t.Helper()
-			req, _ := http.NewRequest(method, a.URL+path, strings.NewReader(body))
-			req.Header.Set("Authorization", "Bearer "+token)
-			req.Header.Set("x-bot-id", botID)
-			req.Header.Set("Content-Type", "application/json")
-			res, err := http.DefaultClient.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer res.Body.Close()
-			if res.StatusCode != 200 {
-				t.Fatalf("%s %s: %s", method, path, res.Status)
-			}
-			if out != nil {
-				_ = json.NewDecoder(res.Body).Decode(out)
-			}
-		}
+		call := botCaller(t, a, token, botID)
 		call("POST", "/v1/tables", `{"name":"LeadsTable","schema":{"type":"object","properties":{"email":{"type":"string"},"note":{"type":"string"},"length":{"type":"number"}}}}`, nil)
 		var u struct{ User struct{ ID string } }
 		call("POST", "/v1/chat/users", `{}`, &u)
@@ -190,24 +156,7 @@ func TestWorkflowTableWriteRefused(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		call := func(method, path, body string, out any) {
-			t.Helper()
-			req, _ := http.NewRequest(method, a.URL+path, strings.NewReader(body))
-			req.Header.Set("Authorization", "Bearer "+token)
-			req.Header.Set("x-bot-id", botID)
-			req.Header.Set("Content-Type", "application/json")
-			res, err := http.DefaultClient.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer res.Body.Close()
-			if res.StatusCode != 200 {
-				t.Fatalf("%s %s: %s", method, path, res.Status)
-			}
-			if out != nil {
-				_ = json.NewDecoder(res.Body).Decode(out)
-			}
-		}
+		call := botCaller(t, a, token, botID)
 		call("POST", "/v1/tables", `{"name":"LeadsTable","schema":{"type":"object","properties":{"email":{"type":"string"}}}}`, nil)
 		var u struct{ User struct{ ID string } }
 		call("POST", "/v1/chat/users", `{}`, &u)
@@ -234,7 +183,9 @@ func TestWorkflowTableWriteRefused(t *testing.T) {
 		if len(found.Rows) != 0 {
 			t.Fatalf("rows written: %v", found.Rows)
 		}
-		var ms struct{ Messages []struct{ Payload struct{ Text string } } }
+		var ms struct {
+			Messages []struct{ Payload struct{ Text string } }
+		}
 		call("GET", "/v1/chat/messages?conversationId="+c.Conversation.ID, "", &ms)
 		for _, m := range ms.Messages {
 			if m.Payload.Text == "written" {
@@ -242,4 +193,27 @@ func TestWorkflowTableWriteRefused(t *testing.T) {
 			}
 		}
 	})
+}
+
+// botCaller returns a function that calls the API as botID with token,
+// expects 200 and decodes the answer into out (when not nil).
+func botCaller(t *testing.T, a *app.App, token, botID string) func(method, path, body string, out any) {
+	return func(method, path, body string, out any) {
+		t.Helper()
+		req, _ := http.NewRequest(method, a.URL+path, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+token)
+		req.Header.Set("x-bot-id", botID)
+		req.Header.Set("Content-Type", "application/json")
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		if res.StatusCode != 200 {
+			t.Fatalf("%s %s: %s", method, path, res.Status)
+		}
+		if out != nil {
+			_ = json.NewDecoder(res.Body).Decode(out)
+		}
+	}
 }
