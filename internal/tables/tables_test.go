@@ -400,3 +400,48 @@ func TestTableLimits(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// TestImportAllOrNothing imports 1,500 rows (two batches) into a table
+// whose cap is reached by the second: the job fails and the first batch
+// is not kept either.
+func TestImportAllOrNothing(t *testing.T) {
+	engines(t, func(t *testing.T, db store.DB) {
+		ctx := context.Background()
+		ts, rs, js := tables.New(db, nil, tables.Limits{})
+		bot := newBot(t, db)
+		schema := obj(`{"type":"object","properties":{"n":{"type":"number"}}}`)
+		_, err := ts.Create(ctx, bot, tables.TableInput{Name: "SourceTable", Schema: schema})
+		must(t, err)
+		for i := 0; i < 1500; i += 500 {
+			batch := make([]map[string]any, 500)
+			for j := range batch {
+				batch[j] = map[string]any{"n": float64(i + j)}
+			}
+			_, err := rs.Create(ctx, bot, "SourceTable", batch)
+			must(t, err)
+		}
+		for _, format := range []string{"csv", "json"} {
+			export, err := js.Export(ctx, bot, "SourceTable", format)
+			must(t, err)
+			capped, _, cjs := tables.New(db, nil, tables.Limits{RowsPerTable: 1200})
+			target := "Target" + format + "Table"
+			_, err = capped.Create(ctx, bot, tables.TableInput{Name: target, Schema: schema})
+			must(t, err)
+			job, err := cjs.Import(ctx, bot, target, tables.OutputFileID(export))
+			must(t, err)
+			info, err := capped.Get(ctx, bot, target)
+			must(t, err)
+			if job.Status != "failed" || !strings.Contains(job.Error, "at most 1200 rows") || info.Rows != 0 {
+				t.Fatalf("%s: job %+v, %d rows kept", format, job, info.Rows)
+			}
+			// Without the cap, the same file imports whole.
+			job, err = js.Import(ctx, bot, target, tables.OutputFileID(export))
+			must(t, err)
+			info, err = ts.Get(ctx, bot, target)
+			must(t, err)
+			if job.Status != "completed" || job.Progress != 100 || info.Rows != 1500 {
+				t.Fatalf("%s: job %+v, %d rows", format, job, info.Rows)
+			}
+		}
+	})
+}
