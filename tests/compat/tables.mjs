@@ -1,8 +1,9 @@
 // Drives every Tables operation of @botpress/client 1.45.0 against Parley,
-// each asserted on its result; then the refusals, with the client's error
-// classes and nothing written: invalid rows, unknown columns, malformed
-// filters, another bot's table, an oversized body (> 40 MB), the row and
-// column caps, no credential.
+// each asserted on its result (importTable from exports and from files
+// uploaded with uploadFile, getTableJobs with completed and failed jobs);
+// then the refusals, with the client's error classes and nothing written:
+// invalid rows, unknown columns, malformed filters, another bot's table,
+// an oversized body (> 40 MB), the row and column caps, no credential.
 // Env: API_URL, BOT_ID, OTHER_BOT_ID, BOT_KEY, OTHER_BOT_KEY, OWNER_TOKEN, VIEWER_TOKEN.
 import { gzipSync } from 'node:zlib'
 import * as bp from '@botpress/client'
