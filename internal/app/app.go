@@ -185,9 +185,10 @@ func (a *App) start(ctx context.Context, o options) error {
 	filesAPI := files.NewAPI(a.db, blobs, a.URL, a.log)
 	a.runtimeAPI = runtimeapi.New(a.db, commit, actions, sdkBots, a.chat, filesAPI)
 	runtimeScheduler := runtimeapi.NewScheduler(a.runtimeAPI, a.log, 0)
-	// The Tables API's use cases; the sandbox's client reaches their row
-	// operations through turns.WithTables.
-	tablesUC, rowsUC, jobsUC := tables.New(a.db, nil)
+	// The Tables API's use cases (importTable reads the bot's uploaded
+	// files through the Files API's library, its tables.FileSource); the
+	// sandbox's client reaches their row operations through turns.WithTables.
+	tablesUC, rowsUC, jobsUC := tables.New(a.db, filesAPI.Files, tables.Limits{})
 	sandboxAPI := turns.WithTables(a.runtimeAPI, tables.Invoker{Rows: rowsUC}, tables.TableOperations)
 	botRuntime := turns.NewRuntime(a.db, commit, engine, sdkBots, sandboxAPI, filesAPI, a.log)
 	resolver := botRuntime.Resolve

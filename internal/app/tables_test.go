@@ -52,24 +52,7 @@ bot.on.message('*', async ({ event, client }) => {
 		if err != nil {
 			t.Fatal(err)
 		}
-		call := func(method, path, body string, out any) {
-			t.Helper()
-			req, _ := http.NewRequest(method, a.URL+path, strings.NewReader(body))
-			req.Header.Set("Authorization", "Bearer "+token)
-			req.Header.Set("x-bot-id", bot.ID)
-			req.Header.Set("Content-Type", "application/json")
-			res, err := http.DefaultClient.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer res.Body.Close()
-			if res.StatusCode != 200 {
-				t.Fatalf("%s %s: %s", method, path, res.Status)
-			}
-			if out != nil {
-				_ = json.NewDecoder(res.Body).Decode(out)
-			}
-		}
+		call := botCaller(t, a, token, bot.ID)
 		call("POST", "/v1/tables", `{"name":"VisitsTable","keyColumn":"user","schema":{"type":"object","properties":{"user":{"type":"string"},"count":{"type":"number"}}}}`, nil)
 		var u struct{ User struct{ ID string } }
 		call("POST", "/v1/chat/users", `{}`, &u)
@@ -119,34 +102,17 @@ func TestWorkflowTableCards(t *testing.T) {
 		ctx := context.Background()
 		a := testapp.Start(t, cfg())
 		botID, _ := workflowBot(t, a, json.RawMessage(`{"workflows": {"main": {"nodes": {"start": {"type": "start", "cards": [
-			{"type": "tableWrite", "table": "LeadsTable", "keyColumn": "email", "row": {"email": "{{ event.preview }}", "note": "seen {{ event.preview }}"}},
+			{"type": "tableWrite", "table": "LeadsTable", "keyColumn": "email", "row": {"email": "{{ event.preview }}", "note": "seen {{ event.preview }}", "length": "{{ event.preview.length }}"}},
 			{"type": "tableRead", "table": "LeadsTable", "filter": {"email": "{{ event.preview }}"}, "output": "workflow.lead"},
 			{"type": "tableRead", "table": "LeadsTable", "filter": {"email": "nobody"}, "output": "workflow.none"},
-			{"type": "message", "payload": "{{ workflow.lead.note }} #{{ workflow.lead.id }} {{ workflow.none === null ? 'none' : 'some' }}"}
+			{"type": "message", "payload": "{{ workflow.lead.note }} #{{ workflow.lead.id }} {{ typeof workflow.lead.length }} {{ workflow.lead.length + 1 }} {{ workflow.none === null ? 'none' : 'some' }}"}
 		]}}}}}`))
 		token, err := a.RuntimeAPI().Credentials.MintBotToken(ctx, botID)
 		if err != nil {
 			t.Fatal(err)
 		}
-		call := func(method, path, body string, out any) {
-			t.Helper()
-			req, _ := http.NewRequest(method, a.URL+path, strings.NewReader(body))
-			req.Header.Set("Authorization", "Bearer "+token)
-			req.Header.Set("x-bot-id", botID)
-			req.Header.Set("Content-Type", "application/json")
-			res, err := http.DefaultClient.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer res.Body.Close()
-			if res.StatusCode != 200 {
-				t.Fatalf("%s %s: %s", method, path, res.Status)
-			}
-			if out != nil {
-				_ = json.NewDecoder(res.Body).Decode(out)
-			}
-		}
-		call("POST", "/v1/tables", `{"name":"LeadsTable","schema":{"type":"object","properties":{"email":{"type":"string"},"note":{"type":"string"}}}}`, nil)
+		call := botCaller(t, a, token, botID)
+		call("POST", "/v1/tables", `{"name":"LeadsTable","schema":{"type":"object","properties":{"email":{"type":"string"},"note":{"type":"string"},"length":{"type":"number"}}}}`, nil)
 		var u struct{ User struct{ ID string } }
 		call("POST", "/v1/chat/users", `{}`, &u)
 		var c struct{ Conversation struct{ ID string } }
@@ -162,7 +128,7 @@ func TestWorkflowTableCards(t *testing.T) {
 			}
 			call("GET", "/v1/chat/messages?conversationId="+c.Conversation.ID, "", &ms)
 			if len(ms.Messages) > 0 && ms.Messages[0].Direction == "outgoing" {
-				if got := ms.Messages[0].Payload.Text; got != "seen ada@example.com #1 none" {
+				if got := ms.Messages[0].Payload.Text; got != "seen ada@example.com #1 number 16 none" {
 					t.Fatalf("reply = %q", got)
 				}
 				break
@@ -173,4 +139,81 @@ func TestWorkflowTableCards(t *testing.T) {
 			time.Sleep(50 * time.Millisecond)
 		}
 	})
+}
+
+// TestWorkflowTableWriteRefused runs a workflow bot whose tableWrite card
+// writes a column the table does not have: the card fails (a
+// workflow_error issue naming the column) and no row is written.
+func TestWorkflowTableWriteRefused(t *testing.T) {
+	engines(t, func(t *testing.T, cfg func() app.Config) {
+		ctx := context.Background()
+		a := testapp.Start(t, cfg())
+		botID, _ := workflowBot(t, a, json.RawMessage(`{"workflows": {"main": {"nodes": {"start": {"type": "start", "cards": [
+			{"type": "tableWrite", "table": "LeadsTable", "row": {"email": "{{ event.preview }}", "phone": "{{ event.preview }}"}},
+			{"type": "message", "payload": "written"}
+		]}}}}}`))
+		token, err := a.RuntimeAPI().Credentials.MintBotToken(ctx, botID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		call := botCaller(t, a, token, botID)
+		call("POST", "/v1/tables", `{"name":"LeadsTable","schema":{"type":"object","properties":{"email":{"type":"string"}}}}`, nil)
+		var u struct{ User struct{ ID string } }
+		call("POST", "/v1/chat/users", `{}`, &u)
+		var c struct{ Conversation struct{ ID string } }
+		call("POST", "/v1/chat/conversations", `{"channel":"dm"}`, &c)
+		call("POST", "/v1/chat/messages", `{"conversationId":"`+c.Conversation.ID+`","userId":"`+u.User.ID+`","type":"text","payload":{"text":"ada@example.com"}}`, nil)
+		ws := defaultWorkspace(t, a)
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			issues := adminCall(t, a, ws, "GET", "/v1/admin/bots/"+botID+"/issues", "")
+			if s := toJSON(issues.body); strings.Contains(s, "workflow_error") {
+				if !strings.Contains(s, `column \"phone\": no such column`) {
+					t.Fatalf("the issue does not name the column: %s", s)
+				}
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("no workflow_error issue: %v", issues.body)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		var found struct{ Rows []map[string]any }
+		call("POST", "/v1/tables/LeadsTable/rows/find", `{}`, &found)
+		if len(found.Rows) != 0 {
+			t.Fatalf("rows written: %v", found.Rows)
+		}
+		var ms struct {
+			Messages []struct{ Payload struct{ Text string } }
+		}
+		call("GET", "/v1/chat/messages?conversationId="+c.Conversation.ID, "", &ms)
+		for _, m := range ms.Messages {
+			if m.Payload.Text == "written" {
+				t.Fatalf("the card after the refused write ran")
+			}
+		}
+	})
+}
+
+// botCaller returns a function that calls the API as botID with token,
+// expects 200 and decodes the answer into out (when not nil).
+func botCaller(t *testing.T, a *app.App, token, botID string) func(method, path, body string, out any) {
+	return func(method, path, body string, out any) {
+		t.Helper()
+		req, _ := http.NewRequest(method, a.URL+path, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+token)
+		req.Header.Set("x-bot-id", botID)
+		req.Header.Set("Content-Type", "application/json")
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		if res.StatusCode != 200 {
+			t.Fatalf("%s %s: %s", method, path, res.Status)
+		}
+		if out != nil {
+			_ = json.NewDecoder(res.Body).Decode(out)
+		}
+	}
 }

@@ -44,10 +44,12 @@ type (
 		Exists bool
 	}
 	// RegexCond matches a string column against Pattern (Go RE2 syntax,
-	// flags inline).
+	// flags inline; SQLite's REGEXP) or PGPattern, the same pattern in
+	// PostgreSQL's syntax (PostgresRegex).
 	RegexCond struct {
-		Field   Field
-		Pattern string
+		Field     Field
+		Pattern   string
+		PGPattern string
 	}
 )
 
@@ -86,6 +88,9 @@ type filterParser struct {
 // operator or column, or a value of the wrong type, is a 400 naming it.
 func ParseTableFilter(t *Table, filter map[string]any, where string) (Cond, error) {
 	p := &filterParser{t: t, where: where}
+	if HasNUL(filter) {
+		return nil, p.err("%s", nulMessage)
+	}
 	return p.doc(filter, 0)
 }
 
@@ -267,7 +272,11 @@ func (p *filterParser) field(f Field, v any, depth int) (Cond, error) {
 			if err != nil {
 				return nil, p.err("column %q: $regex: %v", f.Name, err)
 			}
-			items = append(items, RegexCond{f, re.String()})
+			pg, err := PostgresRegex(re.String())
+			if err != nil {
+				return nil, p.err("column %q: $regex: %v", f.Name, err)
+			}
+			items = append(items, RegexCond{Field: f, Pattern: re.String(), PGPattern: pg})
 		case "$options":
 			if _, ok := ops["$regex"]; !ok {
 				return nil, p.err("column %q: $options without $regex", f.Name)

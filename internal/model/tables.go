@@ -252,6 +252,9 @@ func ValidateTableRow(t *Table, data map[string]any, partial bool) error {
 		if err := c.check(v); err != nil {
 			return Errorf(ErrInvalidPayload, "column %q: %v", k, err)
 		}
+		if HasNUL(v) {
+			return Errorf(ErrInvalidPayload, "column %q: %s", k, nulMessage)
+		}
 	}
 	if !partial {
 		for _, c := range t.Columns {
@@ -355,4 +358,29 @@ func CompileTableRegex(pattern string) (*regexp.Regexp, error) {
 		return nil, fmt.Errorf("pattern longer than %d characters", MaxRegexLength)
 	}
 	return regexp.Compile(pattern)
+}
+
+const nulMessage = "text cannot contain the NUL character (\\u0000)"
+
+// HasNUL reports whether a JSON value holds the NUL character in a string
+// or an object key: PostgreSQL's text cannot store it, so the Tables API
+// refuses it on both engines.
+func HasNUL(v any) bool {
+	switch x := v.(type) {
+	case string:
+		return strings.IndexByte(x, 0) >= 0
+	case []any:
+		for _, e := range x {
+			if HasNUL(e) {
+				return true
+			}
+		}
+	case map[string]any:
+		for k, e := range x {
+			if strings.IndexByte(k, 0) >= 0 || HasNUL(e) {
+				return true
+			}
+		}
+	}
+	return false
 }

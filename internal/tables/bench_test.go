@@ -22,7 +22,7 @@ func TestFindRowsBenchmark(t *testing.T) {
 	}
 	engines(t, func(t *testing.T, db store.DB) {
 		ctx := context.Background()
-		ts, rs, _ := tables.New(db, nil)
+		ts, rs, _ := tables.New(db, nil, tables.Limits{})
 		bot := newBot(t, db)
 		_, err := ts.Create(ctx, bot, tables.TableInput{Name: "OrdersTable", Schema: obj(`{"type":"object","properties":{
 			"customer":{"type":"string"},"status":{"type":"string"},"total":{"type":"number"},"paid":{"type":"boolean"}}}`)})

@@ -2,9 +2,12 @@ package tables
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/csv"
 	"encoding/json"
+	"fmt"
+	"io"
 	"strconv"
 	"strings"
 	"time"
@@ -120,8 +123,11 @@ func (s *Jobs) List(ctx context.Context, botID, table string) ([]*model.TableJob
 }
 
 // Import is importTable: the file (CSV with a header row, or a JSON array
-// of objects) is appended to the table. Invalid content fails the job
-// and writes no row; the job records why.
+// of objects; gzipped or not) is appended to the table. fileID is an
+// export's outputFileId or a file the bot uploaded to the Files API (its
+// FileSource). A file that cannot be read is refused with no job; content
+// that does not fit the table fails the job, which says why (getTableJobs
+// lists it), and writes no row.
 func (s *Jobs) Import(ctx context.Context, botID, table, fileID string) (*model.TableJob, error) {
 	t, err := s.st.Tables().Get(ctx, botID, table)
 	if err != nil {
@@ -131,31 +137,24 @@ func (s *Jobs) Import(ctx context.Context, botID, table, fileID string) (*model.
 		return nil, model.Errorf(model.ErrInvalidPayload, "fileId: required")
 	}
 	var content []byte
-	if strings.HasPrefix(fileID, ExportFilePrefix) {
+	switch {
+	case strings.HasPrefix(fileID, ExportFilePrefix):
 		out, _, err := s.Output(ctx, botID, fileID)
 		if err != nil {
 			return nil, err
 		}
 		content = []byte(out)
-	} else if s.files != nil {
+	case s.files != nil:
 		if content, err = s.files.ReadFile(ctx, botID, fileID); err != nil {
 			return nil, err
 		}
-	} else {
-		return nil, model.NotFound("file " + fileID)
+	default:
+		return nil, model.NotFound("File " + strconv.Quote(fileID))
 	}
 	j := &model.TableJob{BotID: botID, TableID: t.ID, Type: "import", Status: "completed", Progress: 100, InputFile: fileID}
 	rows, err := parseImport(t, content)
 	if err == nil {
-		err = s.st.InTx(ctx, func(tx store.Store) error {
-			r := &Rows{st: tx}
-			for i := 0; i < len(rows); i += model.MaxRowsPerRequest {
-				if _, err := r.Create(ctx, botID, t.ID, rows[i:min(i+model.MaxRowsPerRequest, len(rows))]); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
+		err = s.insert(ctx, botID, t, rows)
 	}
 	if err != nil {
 		j.Status, j.Progress, j.Error = "failed", 0, messageOf(err)
@@ -163,16 +162,62 @@ func (s *Jobs) Import(ctx context.Context, botID, table, fileID string) (*model.
 	return j, s.st.Tables().PutJob(ctx, j)
 }
 
+// insert checks every row, naming the file's row that does not fit, then
+// stores them all in one transaction.
+func (s *Jobs) insert(ctx context.Context, botID string, t *model.Table, rows []map[string]any) error {
+	for i, r := range rows {
+		if err := model.ValidateTableRow(t, r, false); err != nil {
+			return model.Errorf(model.TypeOf(err), "file: row %d: %s", i+1, messageOf(err))
+		}
+	}
+	return s.st.InTx(ctx, func(tx store.Store) error {
+		r := &Rows{st: tx, maxRows: s.rows.maxRows}
+		for i := 0; i < len(rows); i += model.MaxRowsPerRequest {
+			if _, err := r.Create(ctx, botID, t.ID, rows[i:min(i+model.MaxRowsPerRequest, len(rows))]); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// gunzip returns content, decompressed when it is gzipped (at most
+// model.MaxUploadSize bytes once decompressed).
+func gunzip(content []byte) ([]byte, error) {
+	if len(content) < 2 || content[0] != 0x1f || content[1] != 0x8b {
+		return content, nil
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(content))
+	if err != nil {
+		return nil, model.Errorf(model.ErrInvalidPayload, "file: invalid gzip: %v", err)
+	}
+	out, err := io.ReadAll(io.LimitReader(zr, model.MaxUploadSize+1))
+	if err != nil {
+		return nil, model.Errorf(model.ErrInvalidPayload, "file: invalid gzip: %v", err)
+	}
+	if len(out) > model.MaxUploadSize {
+		return nil, model.Errorf(model.ErrLimitExceeded, "file: more than %d bytes once decompressed", model.MaxUploadSize)
+	}
+	return out, nil
+}
+
 var systemFields = map[string]bool{"id": true, "createdAt": true, "updatedAt": true, "computed": true, "stale": true, "similarity": true}
 
 func parseImport(t *model.Table, content []byte) ([]map[string]any, error) {
+	content, err := gunzip(content)
+	if err != nil {
+		return nil, err
+	}
 	trimmed := bytes.TrimSpace(content)
 	if len(trimmed) > 0 && trimmed[0] == '[' {
 		var list []map[string]any
 		if err := json.Unmarshal(trimmed, &list); err != nil {
 			return nil, model.Errorf(model.ErrInvalidPayload, "file: invalid JSON: %v", err)
 		}
-		for _, r := range list {
+		for i, r := range list {
+			if r == nil {
+				return nil, model.Errorf(model.ErrInvalidPayload, "file: row %d: expected an object", i+1)
+			}
 			for k := range r {
 				if systemFields[k] {
 					delete(r, k)
@@ -189,20 +234,28 @@ func parseImport(t *model.Table, content []byte) ([]map[string]any, error) {
 		return nil, nil
 	}
 	head := recs[0]
+	cols := make([]*model.Column, len(head))
+	for i, name := range head {
+		if systemFields[name] {
+			continue
+		}
+		c, ok := t.Column(name)
+		if !ok {
+			return nil, model.Errorf(model.ErrInvalidPayload, "file: column %q: no such column in table %s", name, t.Name)
+		}
+		cols[i] = c
+	}
 	var out []map[string]any
 	for n, rec := range recs[1:] {
 		row := map[string]any{}
 		for i, name := range head {
-			if systemFields[name] || i >= len(rec) || rec[i] == "" {
+			c := cols[i]
+			if c == nil || i >= len(rec) || rec[i] == "" {
 				continue
-			}
-			c, ok := t.Column(name)
-			if !ok {
-				return nil, model.Errorf(model.ErrInvalidPayload, "file: column %q: no such column in table %s", name, t.Name)
 			}
 			v, err := fromCell(c, rec[i])
 			if err != nil {
-				return nil, model.Errorf(model.ErrInvalidPayload, "file: line %d, column %q: %v", n+2, name, err)
+				return nil, model.Errorf(model.ErrInvalidPayload, "file: row %d: column %q: %v", n+1, name, err)
 			}
 			row[name] = v
 		}
@@ -214,13 +267,23 @@ func parseImport(t *model.Table, content []byte) ([]map[string]any, error) {
 func fromCell(c *model.Column, s string) (any, error) {
 	switch c.Type {
 	case "number":
-		return strconv.ParseFloat(s, 64)
+		f, err := strconv.ParseFloat(s, 64)
+		if err != nil {
+			return nil, fmt.Errorf("expected a number, got %q", s)
+		}
+		return f, nil
 	case "boolean":
-		return strconv.ParseBool(s)
+		b, err := strconv.ParseBool(s)
+		if err != nil {
+			return nil, fmt.Errorf("expected true or false, got %q", s)
+		}
+		return b, nil
 	case "object", "array":
 		var v any
-		err := json.Unmarshal([]byte(s), &v)
-		return v, err
+		if err := json.Unmarshal([]byte(s), &v); err != nil {
+			return nil, fmt.Errorf("expected JSON (%s): %v", c.Type, err)
+		}
+		return v, nil
 	}
 	return s, nil
 }

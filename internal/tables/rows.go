@@ -8,7 +8,10 @@ import (
 )
 
 // Rows manages a table's rows.
-type Rows struct{ st store.Store }
+type Rows struct {
+	st      store.Store
+	maxRows int
+}
 
 // FindInput is findTableRows' body (and deleteTableRows' filter).
 type FindInput struct {
@@ -76,8 +79,8 @@ func (s *Rows) Create(ctx context.Context, botID, table string, rows []map[strin
 		if err != nil {
 			return err
 		}
-		if n+len(rows) > model.MaxTableRows {
-			return rowCountError(n + len(rows))
+		if n+len(rows) > s.maxRows {
+			return rowCountError(s.maxRows, n+len(rows))
 		}
 		out, err = tx.Tables().InsertRows(ctx, t.ID, rows)
 		return err
@@ -279,8 +282,8 @@ func (s *Rows) Upsert(ctx context.Context, botID, table, keyColumn string, rows 
 		if err != nil {
 			return err
 		}
-		if n+len(fresh) > model.MaxTableRows {
-			return rowCountError(n + len(fresh))
+		if n+len(fresh) > s.maxRows {
+			return rowCountError(s.maxRows, n+len(fresh))
 		}
 		inserted, err = tx.Tables().InsertRows(ctx, t.ID, fresh)
 		return err
@@ -359,6 +362,9 @@ func Query(t *model.Table, in FindInput) (*model.TableQuery, error) {
 	if in.Search != "" {
 		if len(in.Search) > 1024 {
 			return nil, model.Errorf(model.ErrInvalidPayload, "search: at most 1024 characters")
+		}
+		if model.HasNUL(in.Search) {
+			return nil, model.Errorf(model.ErrInvalidPayload, "search: text cannot contain the NUL character (\\u0000)")
 		}
 		for _, c := range t.Columns {
 			if c.Type == "string" && c.Searchable {

@@ -11,9 +11,10 @@ import (
 	"github.com/parley-bots/parley/internal/store"
 )
 
-// FileSource reads a file a bot uploaded (importTable's fileId). The app
-// wires the Files API's when there is one; exports of this package are
-// always readable (Jobs.Output).
+// FileSource reads a file a bot uploaded (importTable's fileId): the
+// Files API's library (files.Library.ReadFile), wired by the app. A file
+// of another bot is not found. Exports of this package are readable
+// without it (Jobs.Output); nil: only those can be imported.
 type FileSource interface {
 	ReadFile(ctx context.Context, botID, fileID string) ([]byte, error)
 }
@@ -21,10 +22,19 @@ type FileSource interface {
 // Tables manages tables.
 type Tables struct{ st store.Store }
 
+// Limits lower the documented caps (docs/tables-api.md), for tests that
+// reach a cap quickly; zero is the default. The app passes none.
+type Limits struct {
+	RowsPerTable int // model.MaxTableRows
+}
+
 // New returns the three use-case types on st.
-func New(st store.Store, files FileSource) (*Tables, *Rows, *Jobs) {
+func New(st store.Store, files FileSource, lim Limits) (*Tables, *Rows, *Jobs) {
+	if lim.RowsPerTable <= 0 || lim.RowsPerTable > model.MaxTableRows {
+		lim.RowsPerTable = model.MaxTableRows
+	}
 	t := &Tables{st: st}
-	r := &Rows{st: st}
+	r := &Rows{st: st, maxRows: lim.RowsPerTable}
 	return t, r, &Jobs{st: st, rows: r, files: files}
 }
 
@@ -288,6 +298,6 @@ func (s *Tables) Duplicate(ctx context.Context, botID, source, newName string, s
 	return out, err
 }
 
-func rowCountError(n int) error {
-	return model.Errorf(model.ErrLimitExceeded, "a table holds at most %d rows (this write would make %d)", model.MaxTableRows, n)
+func rowCountError(max, n int) error {
+	return model.Errorf(model.ErrLimitExceeded, "a table holds at most %d rows (this write would make %d)", max, n)
 }

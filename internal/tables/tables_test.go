@@ -65,7 +65,7 @@ var people = []string{
 }
 
 func seed(t testing.TB, db store.DB) (string, *tables.Tables, *tables.Rows, *tables.Jobs) {
-	ts, rs, js := tables.New(db, nil)
+	ts, rs, js := tables.New(db, nil, tables.Limits{})
 	bot := newBot(t, db)
 	_, err := ts.Create(context.Background(), bot, tables.TableInput{Name: "PeopleTable", Schema: obj(peopleSchema)})
 	must(t, err)
@@ -101,6 +101,15 @@ var filterCases = []struct {
 	{"regex", `{"filter":{"name":{"$regex":"^a"}}}`, []int64{6}},
 	{"regex options", `{"filter":{"name":{"$regex":"^a","$options":"i"}}}`, []int64{1, 3, 6}},
 	{"regex alternation", `{"filter":{"name":{"$regex":"(ace|ara)$"}}}`, []int64{2, 5, 6}},
+	// Go syntax PostgreSQL's own would refuse or read otherwise (model.PostgresRegex)
+	{"regex named group, inline flag group", `{"filter":{"name":{"$regex":"^(?P<first>A)(?i:LA)"}}}`, []int64{3}},
+	{"regex flag mid-pattern", `{"filter":{"name":{"$regex":"a(?i)C"}}}`, []int64{2, 6}},
+	{"regex Unicode class, \\s", `{"filter":{"name":{"$regex":"^\\pL+\\s\\pL+$"}}}`, []int64{6}},
+	{"regex quoted", `{"filter":{"name":{"$regex":"\\Qa l\\E"}}}`, []int64{6}},
+	{"regex word boundary", `{"filter":{"city":{"$regex":"\\bYork$"}}}`, []int64{2}},
+	{"regex POSIX class, bounded repeat", `{"filter":{"name":{"$regex":"^[[:upper:]][^aeiou]{0,3}a"}}}`, []int64{1, 2, 3, 5}},
+	{"regex multi-line anchors", `{"filter":{"city":{"$regex":"(?m)^London$"}}}`, []int64{1, 3}},
+	{"regex dot", `{"filter":{"city":{"$regex":"^N.w"}}}`, []int64{2}},
 	{"and", `{"filter":{"$and":[{"active":true},{"age":{"$gt":30}}]}}`, []int64{1, 3}},
 	{"or", `{"filter":{"$or":[{"city":"Paris"},{"age":{"$lt":30}}]}}`, []int64{4, 6}},
 	{"not", `{"filter":{"$not":{"city":"London"}}}`, []int64{2, 4, 5, 6}},
@@ -185,6 +194,12 @@ var invalidCases = []struct{ body, mention string }{
 	{`{"group":{"name":"median"}}`, `"median"`},
 	{`{"group":{"name":"sum"}}`, `group.name`},
 	{`{"limit":0}`, `limit`},
+	{`{"filter":{"name":"a\u0000"}}`, `NUL`},
+	{`{"filter":{"$or":[{"name":{"$in":["x","\u0000"]}}]}}`, `NUL`},
+	{`{"search":"a\u0000"}`, `NUL`},
+	{`{"filter":{"name":{"$regex":"a{256}"}}}`, `255`},
+	{`{"filter":{"name":{"$regex":"([a-z]{0,30}x{0,30}y{0,30}){0,33}"}}}`, `too complex`},
+	{`{"filter":{"name":{"$regex":"\\x00"}}}`, `NUL`},
 }
 
 func TestFindRowsInvalid(t *testing.T) {
@@ -206,7 +221,7 @@ func TestRowsLifecycle(t *testing.T) {
 		ctx := context.Background()
 		bot, ts, rs, js := seed(t, db)
 		// invalid rows: nothing written
-		for _, bad := range []string{`{"name":1}`, `{"nme":"x"}`, `{"age":3}`} {
+		for _, bad := range []string{`{"name":1}`, `{"nme":"x"}`, `{"age":3}`, `{"name":"a\u0000b"}`, `{"name":"x","langs":["\u0000"]}`} {
 			_, err := rs.Create(ctx, bot, "PeopleTable", []map[string]any{obj(`{"name":"ok"}`), obj(bad)})
 			if model.TypeOf(err) != model.ErrInvalidPayload || !strings.Contains(err.Error(), "column") {
 				t.Errorf("%s: got %v", bad, err)
@@ -290,4 +305,143 @@ func TestRowsLifecycle(t *testing.T) {
 	})
 }
 
-var _ = fmt.Sprint
+// TestTableLimits hits each cap of a table (docs/tables-api.md, Limits):
+// a LimitExceeded error, and nothing written. The rows-per-table cap is
+// lowered to 10 (tables.Limits) to be reached quickly.
+func TestTableLimits(t *testing.T) {
+	engines(t, func(t *testing.T, db store.DB) {
+		ctx := context.Background()
+		ts, rs, js := tables.New(db, nil, tables.Limits{RowsPerTable: 10})
+		bot := newBot(t, db)
+		_, err := ts.Create(ctx, bot, tables.TableInput{Name: "NotesTable", KeyColumn: ptr("key"),
+			Schema: obj(`{"type":"object","properties":{"key":{"type":"string"},"text":{"type":"string"}}}`)})
+		must(t, err)
+		rows := func(n int, prefix string) []map[string]any {
+			out := make([]map[string]any, n)
+			for i := range out {
+				out[i] = map[string]any{"key": fmt.Sprintf("%s%d", prefix, i)}
+			}
+			return out
+		}
+		count := func() int {
+			info, err := ts.Get(ctx, bot, "NotesTable")
+			must(t, err)
+			return info.Rows
+		}
+		_, err = rs.Create(ctx, bot, "NotesTable", rows(8, "a"))
+		must(t, err)
+		big := strings.Repeat("x", model.MaxTableRowBytes)
+		export, err := js.Export(ctx, bot, "NotesTable", "json")
+		must(t, err)
+		refusals := []struct {
+			name string
+			run  func() error
+		}{
+			{"rows per table (create)", func() error { _, err := rs.Create(ctx, bot, "NotesTable", rows(3, "b")); return err }},
+			{"rows per table (upsert)", func() error {
+				_, _, err := rs.Upsert(ctx, bot, "NotesTable", "", append(rows(2, "a"), rows(3, "c")...))
+				return err
+			}},
+			{"rows per request", func() error {
+				_, err := rs.Create(ctx, bot, "NotesTable", rows(model.MaxRowsPerRequest+1, "d"))
+				return err
+			}},
+			{"row size", func() error {
+				_, err := rs.Create(ctx, bot, "NotesTable", []map[string]any{{"key": "e", "text": big}})
+				return err
+			}},
+			{"row size (update)", func() error {
+				_, err := rs.Update(ctx, bot, "NotesTable", []map[string]any{{"id": float64(1), "text": big}})
+				return err
+			}},
+			{"columns per table", func() error {
+				props := map[string]any{}
+				for i := 0; i <= model.MaxTableColumns; i++ {
+					props[fmt.Sprintf("c%d", i)] = map[string]any{"type": "string"}
+				}
+				_, err := ts.Update(ctx, bot, "NotesTable", tables.TableInput{Schema: map[string]any{"type": "object", "properties": props}})
+				return err
+			}},
+		}
+		for _, r := range refusals {
+			if err := r.run(); model.TypeOf(err) != model.ErrLimitExceeded {
+				t.Errorf("%s: got %v, want LimitExceeded", r.name, err)
+			}
+			if n := count(); n != 8 {
+				t.Fatalf("%s: %d rows after the refusal, want 8", r.name, n)
+			}
+		}
+		// An import past the cap fails its job and writes nothing.
+		job, err := js.Import(ctx, bot, "NotesTable", tables.OutputFileID(export))
+		must(t, err)
+		if job.Status != "failed" || !strings.Contains(job.Error, "at most 10 rows") || count() != 8 {
+			t.Fatalf("import past the cap: %+v, %d rows", job, count())
+		}
+		// The factor raises the row size limit; the cap is reached exactly.
+		_, err = ts.Update(ctx, bot, "NotesTable", tables.TableInput{Factor: ptr(2)})
+		must(t, err)
+		_, err = rs.Create(ctx, bot, "NotesTable", []map[string]any{{"key": "f", "text": big}, {"key": "g"}})
+		must(t, err)
+		if n := count(); n != 10 {
+			t.Fatalf("%d rows, want 10", n)
+		}
+		// Tables per bot.
+		for i := 1; i < model.MaxTablesPerBot; i++ {
+			_, err := ts.Create(ctx, bot, tables.TableInput{Name: fmt.Sprintf("T%dTable", i), Schema: obj(`{"type":"object","properties":{}}`)})
+			must(t, err)
+		}
+		if _, err := ts.Create(ctx, bot, tables.TableInput{Name: "OneTooManyTable", Schema: obj(`{"type":"object","properties":{}}`)}); model.TypeOf(err) != model.ErrLimitExceeded {
+			t.Fatalf("table %d: got %v, want LimitExceeded", model.MaxTablesPerBot+1, err)
+		}
+		if list, err := ts.List(ctx, bot, nil); err != nil || len(list) != model.MaxTablesPerBot {
+			t.Fatalf("%d tables, %v", len(list), err)
+		}
+	})
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// TestImportAllOrNothing imports 1,500 rows (two batches) into a table
+// whose cap is reached by the second: the job fails and the first batch
+// is not kept either.
+func TestImportAllOrNothing(t *testing.T) {
+	engines(t, func(t *testing.T, db store.DB) {
+		ctx := context.Background()
+		ts, rs, js := tables.New(db, nil, tables.Limits{})
+		bot := newBot(t, db)
+		schema := obj(`{"type":"object","properties":{"n":{"type":"number"}}}`)
+		_, err := ts.Create(ctx, bot, tables.TableInput{Name: "SourceTable", Schema: schema})
+		must(t, err)
+		for i := 0; i < 1500; i += 500 {
+			batch := make([]map[string]any, 500)
+			for j := range batch {
+				batch[j] = map[string]any{"n": float64(i + j)}
+			}
+			_, err := rs.Create(ctx, bot, "SourceTable", batch)
+			must(t, err)
+		}
+		for _, format := range []string{"csv", "json"} {
+			export, err := js.Export(ctx, bot, "SourceTable", format)
+			must(t, err)
+			capped, _, cjs := tables.New(db, nil, tables.Limits{RowsPerTable: 1200})
+			target := "Target" + format + "Table"
+			_, err = capped.Create(ctx, bot, tables.TableInput{Name: target, Schema: schema})
+			must(t, err)
+			job, err := cjs.Import(ctx, bot, target, tables.OutputFileID(export))
+			must(t, err)
+			info, err := capped.Get(ctx, bot, target)
+			must(t, err)
+			if job.Status != "failed" || !strings.Contains(job.Error, "at most 1200 rows") || info.Rows != 0 {
+				t.Fatalf("%s: job %+v, %d rows kept", format, job, info.Rows)
+			}
+			// Without the cap, the same file imports whole.
+			job, err = js.Import(ctx, bot, target, tables.OutputFileID(export))
+			must(t, err)
+			info, err = ts.Get(ctx, bot, target)
+			must(t, err)
+			if job.Status != "completed" || job.Progress != 100 || info.Rows != 1500 {
+				t.Fatalf("%s: job %+v, %d rows", format, job, info.Rows)
+			}
+		}
+	})
+}

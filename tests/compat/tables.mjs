@@ -1,9 +1,11 @@
 // Drives every Tables operation of @botpress/client 1.45.0 against Parley,
-// each asserted on its result; then the refusals, with the client's error
-// classes and nothing written: invalid rows, unknown columns, malformed
-// filters, another bot's table, an oversized body (> 40 MB), the row and
-// column caps, no credential.
+// each asserted on its result (importTable from exports and from files
+// uploaded with uploadFile, getTableJobs with completed and failed jobs);
+// then the refusals, with the client's error classes and nothing written:
+// invalid rows, unknown columns, malformed filters, another bot's table,
+// an oversized body (> 40 MB), the row and column caps, no credential.
 // Env: API_URL, BOT_ID, OTHER_BOT_ID, BOT_KEY, OTHER_BOT_KEY, OWNER_TOKEN, VIEWER_TOKEN.
+import { gzipSync } from 'node:zlib'
 import * as bp from '@botpress/client'
 import { scenario, rejects, finish, env, assert } from './lib.mjs'
 
@@ -145,6 +147,54 @@ await scenario('exportTable (CSV, JSON), importTable, getTableJobs', async () =>
   }
 })
 
+await scenario('importTable from uploaded Files API files; getTableJobs reports progress and failures', async () => {
+  const T = 'ImportFilesTable'
+  await bot.duplicateTable({ sourceTableId: 'ProductsTable', tableName: T, schemaOnly: true })
+  const upload = async (key, content) => (await bot.uploadFile({ key, content })).file.id
+  const count = async () => (await bot.getTable({ table: T })).rows
+  // Each case: a file, then the job's status and the rows the table gains.
+  const cases = [
+    { key: 'import/ok.csv', content: 'sku,title,price,inStock\nI-1,"Lamp, tall",12.5,true\nI-2,Mat,,false\n', status: 'completed', added: 2 },
+    { key: 'import/ok.json.gz', content: gzipSync(JSON.stringify([{ id: 99, sku: 'I-3', price: 7, createdAt: 'x' }, { sku: 'I-4', aisle: null }])), status: 'completed', added: 2 },
+    { key: 'import/unknown.csv', content: 'sku,colour\nI-5,red\n', status: 'failed', error: /colour/ },
+    { key: 'import/badnumber.csv', content: 'sku,price\nI-6,1\nI-7,cheap\n', status: 'failed', error: /row 2: column "price"/ },
+    { key: 'import/missing.json', content: JSON.stringify([{ sku: 'I-8' }, { title: 'no sku' }]), status: 'failed', error: /row 2/ },
+    { key: 'import/wrongtype.json', content: JSON.stringify([{ sku: 'I-9', inStock: 'yes' }]), status: 'failed', error: /inStock/ },
+    { key: 'import/garbage.csv', content: 'sku\n"unterminated\n', status: 'failed', error: /CSV/ },
+    { key: 'import/badgzip.gz', content: Buffer.from([0x1f, 0x8b, 1, 2, 3]), status: 'failed', error: /gzip/ },
+  ]
+  const want = []
+  for (const c of cases) {
+    const fileId = await upload(c.key, c.content)
+    const before = await count()
+    const { job } = await bot.importTable({ table: T, fileId })
+    assert.equal(job.type, 'import', c.key)
+    assert.equal(job.status, c.status, `${c.key}: ${JSON.stringify(job)}`)
+    assert.equal(job.inputFileId, fileId)
+    assert.equal(job.progress, c.status === 'completed' ? 100 : 0, c.key)
+    if (c.error) assert.match(job.error, c.error, c.key)
+    assert.equal(await count(), before + (c.added ?? 0), `${c.key}: rows written`)
+    want.push({ id: job.id, status: c.status })
+  }
+  const { rows } = await bot.findTableRows({ table: T, orderBy: 'sku' })
+  assert.deepEqual(rows.map((r) => [r.sku, r.title, r.price, r.inStock]), [
+    ['I-1', 'Lamp, tall', 12.5, true], ['I-2', 'Mat', undefined, false], ['I-3', undefined, 7, undefined], ['I-4', undefined, undefined, undefined]])
+  const { jobs } = await viewer.getTableJobs({ table: T })
+  assert.deepEqual(jobs.map((j) => ({ id: j.id, status: j.status })).sort((a, b) => a.id.localeCompare(b.id)), want.sort((a, b) => a.id.localeCompare(b.id)))
+  for (const j of jobs) assert.equal(j.progress, j.status === 'completed' ? 100 : 0)
+  // Files that cannot be read: refused, no job, no row.
+  const pending = (await bot.upsertFile({ key: 'import/pending.csv', size: 10 })).file.id
+  await rejects(bot.importTable({ table: T, fileId: pending }), bp.InvalidPayloadError, 'upload not completed')
+  const theirs = (await otherBot.uploadFile({ key: 'import/theirs.csv', content: 'sku\nX-1\n' })).file.id
+  await rejects(bot.importTable({ table: T, fileId: theirs }), bp.ResourceNotFoundError, "another bot's file")
+  await rejects(bot.importTable({ table: T, fileId: 'file_nope' }), bp.ResourceNotFoundError, 'unknown file')
+  await rejects(otherBot.importTable({ table: T, fileId: theirs }), bp.ResourceNotFoundError, "another bot's table")
+  await rejects(viewer.importTable({ table: T, fileId: theirs }), bp.ForbiddenError, 'viewer imports')
+  assert.equal((await bot.getTableJobs({ table: T })).jobs.length, cases.length)
+  assert.equal(await count(), 4)
+  await bot.deleteTable({ table: T })
+})
+
 // snapshot is what a refused call could have changed.
 const snapshot = async () => {
   const { tables } = await bot.listTables({})
@@ -170,10 +220,20 @@ await scenario('refusals write nothing', async () => {
   const c = await rejects(bot.findTableRows({ table: T, filter: { colour: 'red' } }), bp.InvalidPayloadError, 'unknown column in filter')
   assert.match(c.message, /colour/)
   await rejects(bot.deleteTableRows({ table: T, filter: { $or: 'x' } }), bp.InvalidPayloadError, 'malformed filter delete')
+  await rejects(bot.findTableRows({ table: T, filter: 'price > 3' }), bp.InvalidPayloadError, 'filter not an object')
+  await rejects(bot.findTableRows({ table: T, filter: { $and: [{ price: { $gt: 1 } }, { $or: [{ $not: 'x' }] }] } }), bp.InvalidPayloadError, 'malformed nested filter')
   await rejects(bot.deleteTableRows({ table: T, filter: { price: { $gt: 'x' } } }), bp.InvalidPayloadError, 'wrong-typed filter delete')
+  await rejects(bot.createTableRows({ table: T, rows: [{ sku: 'nul\u0000' }] }), bp.InvalidPayloadError, 'NUL in a row')
+  await rejects(bot.findTableRows({ table: T, filter: { title: { $regex: 'a{300}' } } }), bp.InvalidPayloadError, 'regex PostgreSQL cannot run')
   await rejects(otherBot.getTable({ table: T }), bp.ResourceNotFoundError, "another bot's table")
   await rejects(otherBot.createTableRows({ table: T, rows: [{ sku: 'z' }] }), bp.ResourceNotFoundError, "another bot's table rows")
   await rejects(otherBot.deleteTable({ table: T }), bp.ResourceNotFoundError, "another bot deletes")
+  await rejects(otherBot.findTableRows({ table: T }), bp.ResourceNotFoundError, "another bot finds rows")
+  await rejects(otherBot.updateTableRows({ table: T, rows: [{ id: 1, price: 0 }] }), bp.ResourceNotFoundError, "another bot updates rows")
+  await rejects(otherBot.upsertTableRows({ table: T, rows: [{ sku: 'A-1', price: 0 }] }), bp.ResourceNotFoundError, "another bot upserts rows")
+  await rejects(otherBot.deleteTableRows({ table: T, deleteAllRows: true }), bp.ResourceNotFoundError, "another bot deletes rows")
+  await rejects(otherBot.renameTableColumn({ table: T, name: 'price', newName: 'cost' }), bp.ResourceNotFoundError, "another bot renames a column")
+  await rejects(otherBot.updateTable({ table: T, name: 'StolenTable' }), bp.ResourceNotFoundError, "another bot renames the table")
   await rejects(otherKey.deleteTable({ table: T }), bp.ForbiddenError, "another bot's key")
   await rejects(anon.listTables({}), bp.UnauthorizedError, 'no credential')
   await rejects(viewer.createTableRows({ table: T, rows: [{ sku: 'v' }] }), bp.ForbiddenError, 'viewer writes')

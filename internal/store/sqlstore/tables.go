@@ -553,7 +553,7 @@ func (c *tableSQL) cond(cd model.Cond) string {
 	case model.RegexCond:
 		e := c.expr(x.Field)
 		if c.pg {
-			return "COALESCE(" + e + " ~ " + c.bind(x.Pattern) + "::text, FALSE)"
+			return "COALESCE(" + e + " ~ " + c.bind(x.PGPattern) + "::text, FALSE)"
 		}
 		return "COALESCE(" + e + " REGEXP " + c.bind(x.Pattern) + ", FALSE)"
 	}

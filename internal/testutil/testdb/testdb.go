@@ -62,6 +62,21 @@ func Postgres(t testing.TB) store.DB {
 	return db
 }
 
+// PostgresIfReachable is Postgres, or nil when PostgreSQL is unreachable
+// (a failure when PARLEY_TEST_REQUIRE_POSTGRES=1), for a test that also
+// does work without it (a fuzz target over both engines).
+func PostgresIfReachable(t testing.TB) store.DB {
+	t.Helper()
+	if _, err := adminDB(baseURL()); err != nil {
+		if os.Getenv("PARLEY_TEST_REQUIRE_POSTGRES") == "1" {
+			t.Fatalf("testdb: PostgreSQL required but unreachable: %v", err)
+		}
+		t.Logf("testdb: PostgreSQL unreachable, not used: %v", err)
+		return nil
+	}
+	return Postgres(t)
+}
+
 // PostgresURL creates an empty schema and returns a URL whose search_path
 // selects it, for tests that open the database themselves (several times,
 // or in several processes). The schema is dropped at cleanup.
