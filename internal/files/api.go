@@ -56,17 +56,22 @@ type API struct {
 	Passages       *Passages
 	KnowledgeBases *KnowledgeBases
 	Indexer        *Indexer
+
+	models Models
+	log    *slog.Logger
 }
 
 // NewAPI returns the Files API's use cases over st, contents in blobs;
-// URLs start with publicURL. Its Indexer must be started.
-func NewAPI(st store.Store, blobs Blobs, publicURL string, log *slog.Logger) *API {
+// URLs start with publicURL; models are the optional model endpoints
+// (zero: none). Its Indexer must be started.
+func NewAPI(st store.Store, blobs Blobs, publicURL string, models Models, log *slog.Logger) *API {
 	if log == nil {
 		log = slog.Default()
 	}
-	ix := &Indexer{store: st, blobs: blobs, log: log, wake: make(chan struct{}, 1), done: make(chan struct{})}
+	ix := &Indexer{store: st, blobs: blobs, embedder: models.Embedder, log: log, wake: make(chan struct{}, 1), done: make(chan struct{})}
 	lib := &Library{store: st, blobs: blobs, base: strings.TrimRight(publicURL, "/"), indexer: ix}
-	return &API{Files: lib, Passages: &Passages{store: st, lib: lib}, KnowledgeBases: &KnowledgeBases{store: st}, Indexer: ix}
+	return &API{Files: lib, Passages: &Passages{store: st, lib: lib, models: models, log: log}, KnowledgeBases: &KnowledgeBases{store: st},
+		Indexer: ix, models: models, log: log}
 }
 
 // Library implements the file operations of the Files API.

@@ -33,12 +33,26 @@ type Runtime struct {
 	kb        KnowledgeBases
 }
 
-// KnowledgeBases queries a bot's knowledge bases for a turn's text
-// (files.API.QueryKnowledgeBases, passed by app.start): included lists
+// KnowledgeBases queries a bot's knowledge bases (files.API, passed by
+// app.start). QueryKnowledgeBases is for a turn's event.kb: included lists
 // the bases queried, results the passages found; both nil when the bot
-// has none.
+// has none. Answer answers a workflow's queryKnowledgeBase card from the
+// bases whose id or name is in only (all when empty): the answer, empty
+// only when no passage scored, and its sources (file keys).
 type KnowledgeBases interface {
 	QueryKnowledgeBases(ctx context.Context, botID, query string) (included, results []any, err error)
+	Answer(ctx context.Context, botID, question string, only []string) (answer string, sources []string, err error)
+}
+
+// knowledge is the workflow engine's access to a bot's knowledge bases
+// for one turn (nil without KnowledgeBases).
+func (rt *Runtime) knowledge(ctx context.Context, botID string) workflow.Knowledge {
+	if rt.kb == nil {
+		return nil
+	}
+	return func(question string, only []string) (string, []string, error) {
+		return rt.kb.Answer(ctx, botID, question, only)
+	}
 }
 
 // RuntimeAPI runs the Runtime API operations bot code's `client` offers

@@ -129,7 +129,14 @@ type Input struct {
 	EventName       string
 	Now             time.Time
 	HasConversation bool
+	// Knowledge answers queryKnowledgeBase cards (nil: they find nothing).
+	Knowledge Knowledge
 }
+
+// Knowledge answers a question from the bot's knowledge bases (only
+// those whose id or name is listed, when any): the answer, empty when no
+// passage scored, and its sources (file keys). Package turns passes it.
+type Knowledge func(question string, knowledgeBases []string) (answer string, sources []string, err error)
 
 // Route picks the trigger that starts this turn, if any; package turns puts
 // it in event.trigger. d is nil on a conversation's first turn.
@@ -779,6 +786,10 @@ func (r *run) card(c *Card) (stop bool, err error) {
 		if _, err := r.req("client", "name", "upsertTableRows", "input", in); err != nil {
 			return false, err
 		}
+	case CardQueryKB:
+		if err := r.queryKB(c); err != nil {
+			return false, err
+		}
 	case CardExpression:
 		ok, err := r.truthy(c.Condition, nil)
 		if err != nil {
@@ -827,6 +838,45 @@ func (r *run) card(c *Card) (stop bool, err error) {
 	}
 	f.Card++
 	return false, nil
+}
+
+// queryKB runs a queryKnowledgeBase card.
+func (r *run) queryKB(c *Card) error {
+	q := r.in.Text
+	if c.Question != "" {
+		var err error
+		if q, err = r.renderString(c.Question); err != nil {
+			return err
+		}
+	}
+	var text string
+	var sources []string
+	if r.in.Knowledge != nil && strings.TrimSpace(q) != "" {
+		var err error
+		if text, sources, err = r.in.Knowledge(q, c.KBs); err != nil {
+			return &fatal{err}
+		}
+	}
+	if c.outputVar != "" {
+		var v any
+		if text != "" {
+			v = text
+		}
+		if err := r.set(c.outputVar, v); err != nil {
+			return err
+		}
+	}
+	if !c.Say || text == "" {
+		return nil
+	}
+	switch len(sources) {
+	case 0:
+	case 1:
+		text += "\n\nSource: " + sources[0]
+	default:
+		text += "\n\nSources: " + strings.Join(sources, ", ")
+	}
+	return r.send(map[string]any{"type": "text", "text": text})
 }
 
 func orEmptyAny(m map[string]any) any {

@@ -2,6 +2,8 @@ package sqlstore
 
 import (
 	"context"
+	"encoding/binary"
+	"math"
 	"strconv"
 	"strings"
 
@@ -42,8 +44,9 @@ func (r files) SetPassages(ctx context.Context, botID, fileID string, ps []*mode
 			if p.Subtype == "" {
 				p.Subtype = "paragraph"
 			}
-			if _, err := s.exec(ctx, `INSERT INTO file_passages (bot_id, file_id, id, position, content, subtype, page_number, breadcrumb, terms)
-				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, botID, fileID, p.ID, i, p.Content, p.Subtype, p.PageNumber, p.Breadcrumb, p.Terms); err != nil {
+			if _, err := s.exec(ctx, `INSERT INTO file_passages (bot_id, file_id, id, position, content, subtype, page_number, breadcrumb, terms, embedding)
+				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, botID, fileID, p.ID, i, p.Content, p.Subtype, p.PageNumber, p.Breadcrumb, p.Terms,
+				encodeVector(p.Embedding)); err != nil {
 				return s.fail(err, "file")
 			}
 			if r.sqlite() {
@@ -61,13 +64,43 @@ const passageCols = `bot_id, file_id, id, position, content, subtype, page_numbe
 
 func scanPassage(sc scanner) (*model.Passage, error) {
 	var p model.Passage
-	err := sc.Scan(&p.BotID, &p.FileID, &p.ID, &p.Position, &p.Content, &p.Subtype, &p.PageNumber, &p.Breadcrumb, &p.Terms)
+	var vec []byte
+	err := sc.Scan(&p.BotID, &p.FileID, &p.ID, &p.Position, &p.Content, &p.Subtype, &p.PageNumber, &p.Breadcrumb, &p.Terms, &vec)
+	p.Embedding = decodeVector(vec)
 	return &p, err
 }
 
 func (r files) ListPassages(ctx context.Context, botID, fileID string, after, limit int) ([]*model.Passage, error) {
-	return all(ctx, r.s, "passage", scanPassage, `SELECT `+passageCols+` FROM file_passages
+	return all(ctx, r.s, "passage", scanPassage, `SELECT `+passageCols+`, embedding FROM file_passages
 		WHERE bot_id = ? AND file_id = ? AND position > ? ORDER BY position LIMIT ?`, botID, fileID, after, limit)
+}
+
+func (r files) EmbeddedPassages(ctx context.Context, botID string) ([]*model.Passage, error) {
+	return all(ctx, r.s, "passage", scanPassage, `SELECT `+passageCols+`, embedding FROM file_passages
+		WHERE bot_id = ? AND embedding IS NOT NULL ORDER BY file_id, position`, botID)
+}
+
+// encodeVector stores a vector as little-endian float32s (nil: NULL).
+func encodeVector(v []float32) any {
+	if len(v) == 0 {
+		return nil
+	}
+	b := make([]byte, 4*len(v))
+	for i, f := range v {
+		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(f))
+	}
+	return b
+}
+
+func decodeVector(b []byte) []float32 {
+	if len(b) == 0 || len(b)%4 != 0 {
+		return nil
+	}
+	v := make([]float32, len(b)/4)
+	for i := range v {
+		v[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
+	}
+	return v
 }
 
 // SearchPassages: terms are words of letters and digits (files.Terms),
