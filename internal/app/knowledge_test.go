@@ -63,7 +63,9 @@ func (b *botFiles) call(method, path, body string, out any) {
 func (b *botFiles) upload(key, content string, tags map[string]string) string {
 	b.t.Helper()
 	tj, _ := json.Marshal(tags)
-	var up struct{ File struct{ ID, UploadURL string } }
+	var up struct {
+		File struct{ ID, UploadURL string }
+	}
 	b.call("PUT", "/v1/files", `{"key":"`+key+`","size":`+strconv.Itoa(len(content))+`,"index":true,"tags":`+string(tj)+`}`, &up)
 	res, err := http.DefaultClient.Do(mustRequest(b.t, "PUT", up.File.UploadURL, content))
 	if err != nil || res.StatusCode != 200 {
@@ -72,7 +74,9 @@ func (b *botFiles) upload(key, content string, tags map[string]string) string {
 	res.Body.Close()
 	deadline := time.Now().Add(15 * time.Second)
 	for {
-		var f struct{ File struct{ Status, FailedStatusReason string } }
+		var f struct {
+			File struct{ Status, FailedStatusReason string }
+		}
 		b.call("GET", "/v1/files/"+up.File.ID, "", &f)
 		if f.File.Status == "indexing_completed" {
 			return up.File.ID
