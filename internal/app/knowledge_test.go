@@ -5,12 +5,16 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
+	"unicode"
 
 	"github.com/parley-bots/parley/internal/app"
 	"github.com/parley-bots/parley/internal/testutil/testapp"
@@ -266,5 +270,161 @@ func TestKnowledgeBasesThroughChatClient(t *testing.T) {
 		}
 		out := testapp.RunNode(t, "workflow.mjs", map[string]string{"WORKFLOW_BOTS": file})
 		t.Log(out[max(0, len(out)-300):])
+	})
+}
+
+// modelServer is a small OpenAI-compatible server on loopback standing in
+// for a remote model service: /v1/embeddings embeds a text as its counts
+// of a few concepts (so "automobile" is near "car" without sharing a
+// word), /v1/chat/completions composes "Composed: " and the first
+// passage it was given. Both need the API key, and both fail with 500
+// while failing is set.
+type modelServer struct {
+	*httptest.Server
+	failing    atomic.Bool
+	embeds     atomic.Int64 // texts embedded
+	chats      atomic.Int64
+	lastPrompt atomic.Value
+}
+
+var concepts = [][]string{
+	{"car", "cars", "automobile", "automobiles", "vehicle", "vehicles"},
+	{"hire", "rent", "rental", "renting", "lease"},
+	{"refund", "refunds", "reimbursed", "reimbursement", "money"},
+	{"insured", "insurance", "cover", "covered"},
+}
+
+func conceptVector(text string) []float32 {
+	v := make([]float32, len(concepts))
+	for _, w := range strings.FieldsFunc(strings.ToLower(text), func(r rune) bool { return !unicode.IsLetter(r) }) {
+		for i, c := range concepts {
+			if slices.Contains(c, w) {
+				v[i]++
+			}
+		}
+	}
+	return v
+}
+
+func startModelServer(t *testing.T) *modelServer {
+	m := &modelServer{}
+	m.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer test-key" {
+			http.Error(w, `{"error":{"message":"bad key"}}`, http.StatusUnauthorized)
+			return
+		}
+		if m.failing.Load() {
+			http.Error(w, `{"error":{"message":"overloaded"}}`, http.StatusInternalServerError)
+			return
+		}
+		var body struct {
+			Model    string
+			Input    []string
+			Messages []struct{ Role, Content string }
+		}
+		if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		switch {
+		case r.URL.Path == "/v1/embeddings" && body.Model == "concepts":
+			var data []map[string]any
+			for i, text := range body.Input {
+				data = append(data, map[string]any{"object": "embedding", "index": i, "embedding": conceptVector(text)})
+			}
+			m.embeds.Add(int64(len(body.Input)))
+			_ = json.NewEncoder(w).Encode(map[string]any{"object": "list", "data": data, "model": body.Model})
+		case r.URL.Path == "/v1/chat/completions" && body.Model == "composer" && len(body.Messages) == 2:
+			prompt := body.Messages[1].Content
+			m.lastPrompt.Store(prompt)
+			m.chats.Add(1)
+			first := ""
+			if _, rest, ok := strings.Cut(prompt, "[1] "); ok {
+				_, first, _ = strings.Cut(rest, "\n")
+				first, _, _ = strings.Cut(first, "\n")
+			}
+			_ = json.NewEncoder(w).Encode(map[string]any{"object": "chat.completion", "choices": []any{
+				map[string]any{"index": 0, "message": map[string]any{"role": "assistant", "content": "Composed: " + first}, "finish_reason": "stop"}}})
+		default:
+			http.Error(w, `{"error":{"message":"unexpected request"}}`, http.StatusBadRequest)
+		}
+	}))
+	t.Cleanup(m.Close)
+	return m
+}
+
+// kbAnswerBot answers every message with its queryKnowledgeBase card.
+const kbAnswerBot = `{
+  "workflows": {"main": {"nodes": {
+    "start": {"type": "start", "cards": [{"type": "always", "to": "ask"}]},
+    "ask": {"type": "standard", "cards": [
+      {"type": "queryKnowledgeBase", "say": true},
+      {"type": "wait"},
+      {"type": "always", "to": "ask"}
+    ]}
+  }}},
+  "triggers": [{"type": "conversation_started", "workflow": "main"}]
+}`
+
+// TestKnowledgeModelEndpoints: with an embeddings endpoint and an
+// answer-generation endpoint configured (a loopback OpenAI-compatible
+// server), passages are embedded when indexed, searchFiles finds a
+// passage that shares no word with the question, and the workflow card
+// says a composed answer with its source. When the endpoints fail,
+// indexing still completes, search falls back to full text and the card
+// answers with the best passage: the turn still answers.
+func TestKnowledgeModelEndpoints(t *testing.T) {
+	engines(t, func(t *testing.T, cfg func() app.Config) {
+		models := startModelServer(t)
+		c := cfg()
+		c.EmbeddingsURL, c.EmbeddingsModel, c.EmbeddingsKey = models.URL+"/v1/embeddings", "concepts", "test-key"
+		c.AnswerURL, c.AnswerModel, c.AnswerKey = models.URL+"/v1/chat/completions", "composer", "test-key"
+		a := testapp.Start(t, c)
+		id, _ := workflowBot(t, a, json.RawMessage(kbAnswerBot))
+		b := newBotFiles(t, a, id)
+		b.upload("fleet.md", "# Fleet\n\n## Renting\n\nYou can hire a car for a weekend.\n\n## Insurance\n\nEvery vehicle is insured.\n", map[string]string{"kb": "docs"})
+		b.upload("money.txt", "Refunds are paid within fourteen days.", map[string]string{"kb": "docs"})
+		b.createKB("Docs", map[string]string{"kb": "docs"})
+		if n := models.embeds.Load(); n != 3 {
+			t.Fatalf("%d passages embedded at indexing, want 3 (headings are not)", n)
+		}
+
+		// Semantic: no word in common; fused with full text.
+		if got := b.search("automobile rental"); len(got) != 2 || got[0] != "fleet.md: You can hire a car for a weekend." || got[1] != "fleet.md: Every vehicle is insured." {
+			t.Fatalf("semantic search: %q", got)
+		}
+		if got := b.search("refunds"); len(got) == 0 || got[0] != "money.txt: Refunds are paid within fourteen days." {
+			t.Fatalf("fused search: %q", got)
+		}
+		// The card composes its answer from the passages found.
+		if got := b.ask("automobile rental?", 1)[0]; got != "Composed: You can hire a car for a weekend.\n\nSource: fleet.md" {
+			t.Fatalf("composed answer: %q", got)
+		}
+		prompt, _ := models.lastPrompt.Load().(string)
+		if !strings.Contains(prompt, "[1] (fleet.md, Fleet > Renting)\nYou can hire a car for a weekend.") || !strings.HasSuffix(prompt, "Question: automobile rental?") {
+			t.Fatalf("prompt: %q", prompt)
+		}
+
+		// The endpoints fail: indexing completes without embeddings, search
+		// is full text, the card answers with the best passage.
+		models.failing.Store(true)
+		chats := models.chats.Load()
+		b.upload("hours.txt", "The counter opens at eight.", map[string]string{"kb": "docs"})
+		if got := b.search("automobile rental"); len(got) != 0 {
+			t.Fatalf("full-text fallback found %q for words no passage has", got)
+		}
+		if got := b.search("refunds"); len(got) != 1 || got[0] != "money.txt: Refunds are paid within fourteen days." {
+			t.Fatalf("full-text fallback: %q", got)
+		}
+		if got := b.search("counter"); len(got) != 1 || got[0] != "hours.txt: The counter opens at eight." {
+			t.Fatalf("file indexed while the endpoint failed: %q", got)
+		}
+		if got := b.ask("when are refunds paid?", 1)[0]; got != "Refunds are paid within fourteen days.\n\nSource: money.txt" {
+			t.Fatalf("extractive answer: %q", got)
+		}
+		if models.chats.Load() != chats {
+			t.Fatal("a failing endpoint answered")
+		}
 	})
 }
