@@ -128,12 +128,15 @@ func (r files) SearchPassages(ctx context.Context, botID string, terms []string,
 	}
 	if r.sqlite() {
 		q := `"` + strings.Join(clean, `" OR "`) + `"`
+		// Ranked in the FTS table alone, then joined: only the best
+		// limit rows are read from file_passages.
 		return all(ctx, r.s, "passage", scan, `SELECT p.bot_id, p.file_id, p.id, p.position, p.content, p.subtype, p.page_number,
-			p.breadcrumb, p.terms, -bm25(file_passages_fts) AS score
-			FROM file_passages_fts JOIN file_passages p ON p.bot_id = file_passages_fts.bot_id
-				AND p.file_id = file_passages_fts.file_id AND p.position = file_passages_fts.position
-			WHERE file_passages_fts MATCH ? AND file_passages_fts.bot_id = ?
-			ORDER BY bm25(file_passages_fts), p.file_id, p.position LIMIT ?`, q, botID, limit)
+			p.breadcrumb, p.terms, f.score
+			FROM (SELECT file_id, position, -bm25(file_passages_fts) AS score FROM file_passages_fts
+				WHERE file_passages_fts MATCH ? AND bot_id = ?
+				ORDER BY bm25(file_passages_fts), file_id, position LIMIT ?) f
+			JOIN file_passages p ON p.bot_id = ? AND p.file_id = f.file_id AND p.position = f.position
+			ORDER BY f.score DESC, p.file_id, p.position`, q, botID, limit, botID)
 	}
 	q := `'` + strings.Join(clean, `' | '`) + `'`
 	return all(ctx, r.s, "passage", scan, `SELECT `+passageCols+`, ts_rank(tsv, to_tsquery('simple', ?)) AS score
