@@ -27,6 +27,7 @@ import (
 // "Performance"). On PostgreSQL the search runs after ANALYZE.
 //
 //	PARLEY_BENCH=1 go test -run TestKnowledgeBenchmark -v -count=1 ./internal/files/
+//
 // pgURL is the benchmark's PostgreSQL database (for ANALYZE).
 var pgURL string
 
