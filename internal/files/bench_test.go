@@ -20,6 +20,9 @@ import (
 	"github.com/parley-bots/parley/internal/testutil/testdb"
 )
 
+// pgURL is the benchmark's PostgreSQL database (for ANALYZE).
+var pgURL string
+
 // TestKnowledgeBenchmark measures indexing throughput (passages/s: read,
 // extract, split, stem, store with the full-text index) and searchFiles
 // latency over 10,000 paragraph passages (100 Markdown files of 100
@@ -27,10 +30,6 @@ import (
 // "Performance"). On PostgreSQL the search runs after ANALYZE.
 //
 //	PARLEY_BENCH=1 go test -run TestKnowledgeBenchmark -v -count=1 ./internal/files/
-//
-// pgURL is the benchmark's PostgreSQL database (for ANALYZE).
-var pgURL string
-
 func TestKnowledgeBenchmark(t *testing.T) {
 	if os.Getenv("PARLEY_BENCH") != "1" {
 		t.Skip("set PARLEY_BENCH=1")
