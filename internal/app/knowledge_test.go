@@ -190,10 +190,12 @@ bot.on.message('text', async ({ event, client, state }) => {
   await client.createMessage({ conversationId: event.conversationId, payload: { type: 'text', text } })
 })`
 
-// kbWorkflowBot answers every message with its queryKnowledgeBase card
-// (said with its source and stored), reports event.kb and what was
-// stored, and asks a base it does not have.
+// kbWorkflowBot answers from its "Help center" (by name; not from the
+// bot's other base): every message gets its queryKnowledgeBase card's
+// answer (said with its source and stored); it reports event.kb and what
+// was stored, and asks a base it does not have.
 const kbWorkflowBot = `{
+  "knowledgeBases": [{"id": "help", "name": "Help center"}],
   "workflows": {"main": {"nodes": {
     "start": {"type": "start", "cards": [{"type": "always", "to": "ask"}]},
     "ask": {"type": "standard", "cards": [
@@ -212,9 +214,10 @@ const kbWorkflowBot = `{
 // from a knowledge base of several documents (Markdown, HTML, text), on
 // both engines. A code bot sees event.kb.included and event.kb.results
 // (also in its before_incoming_message hook); a bot without knowledge
-// bases has no event.kb; a workflow bot's queryKnowledgeBase card says the
-// best passage with its source and stores it, a base it does not have
-// answers null, and its code sees event.kb too.
+// bases has no event.kb; a workflow bot that lists one of its two bases
+// queries only that one, its queryKnowledgeBase card says the best passage
+// with its source and stores it, a base it does not have answers null,
+// and its templates see event.kb too.
 func TestKnowledgeBasesThroughChatClient(t *testing.T) {
 	engines(t, func(t *testing.T, cfg func() app.Config) {
 		a := testapp.Start(t, cfg())
@@ -254,12 +257,12 @@ func TestKnowledgeBasesThroughChatClient(t *testing.T) {
 				map[string]any{"name": "card answers with its source", "conversation": []any{
 					map[string]any{"user": "are exchanges possible?"},
 					map[string]any{"bot": "Items can be exchanged in any of our shops.\n\nSource: returns.html"},
-					map[string]any{"bot": "/kb: Archive, Help center, returns.html; stored: text, null, (Every appliance is guaranteed for two years\\.|The guarantee covers defects, not accidental damage\\.)/"},
+					map[string]any{"bot": "/kb: Help center, returns.html; stored: text, null, (Every appliance is guaranteed for two years\\.|The guarantee covers defects, not accidental damage\\.)/"},
 					map[string]any{"user": "do parcels ship quickly?"},
 					map[string]any{"bot": "Parcels are delivered within three working days.\n\nSource: shipping.md"},
-					map[string]any{"bot": "/kb: Archive, Help center, shipping.md; stored: text, null, .*/"},
+					map[string]any{"bot": "/kb: Help center, shipping.md; stored: text, null, .*/"},
 					map[string]any{"user": "zebra xylophone"},
-					map[string]any{"bot": "/kb: Archive, Help center, no result; stored: null, null, .*/"},
+					map[string]any{"bot": "/kb: Help center, no result; stored: null, null, .*/"},
 				}},
 			}},
 		}

@@ -27,22 +27,9 @@ func (a *API) Answer(ctx context.Context, botID, question string, only []string)
 	if strings.TrimSpace(question) == "" {
 		return "", nil, nil
 	}
-	all, err := a.KnowledgeBases.store.Files().ListKnowledgeBases(ctx, botID)
+	kbs, err := a.selectKBs(ctx, botID, only)
 	if err != nil {
 		return "", nil, err
-	}
-	kbs := all
-	if len(only) > 0 {
-		want := map[string]bool{}
-		for _, o := range only {
-			want[o] = true
-		}
-		kbs = nil
-		for _, kb := range all {
-			if want[kb.ID] || want[kb.Name] {
-				kbs = append(kbs, kb)
-			}
-		}
 	}
 	hits, err := a.searchKnowledgeBases(ctx, botID, question, kbs)
 	if err != nil || len(hits) == 0 {

@@ -35,13 +35,34 @@ func (a *API) searchKnowledgeBases(ctx context.Context, botID, query string, kbs
 	return hits[:min(len(hits), kbResults)], nil
 }
 
+// selectKBs returns the bot's knowledge bases whose id or name is in
+// only, or all of them when only is empty.
+func (a *API) selectKBs(ctx context.Context, botID string, only []string) ([]*model.KnowledgeBase, error) {
+	all, err := a.KnowledgeBases.store.Files().ListKnowledgeBases(ctx, botID)
+	if err != nil || len(only) == 0 {
+		return all, err
+	}
+	want := map[string]bool{}
+	for _, o := range only {
+		want[o] = true
+	}
+	var kbs []*model.KnowledgeBase
+	for _, kb := range all {
+		if want[kb.ID] || want[kb.Name] {
+			kbs = append(kbs, kb)
+		}
+	}
+	return kbs, nil
+}
+
 // QueryKnowledgeBases searches each of the bot's knowledge bases (the
-// files carrying its tags) for query, for a turn's event.kb
+// files carrying its tags; only those whose id or name is in only, when
+// it is not empty) for query, for a turn's event.kb
 // (turns.KnowledgeBases): included lists the bases, results the best
-// passages of all, best first. Both are nil for a bot without knowledge
-// bases.
-func (a *API) QueryKnowledgeBases(ctx context.Context, botID, query string) (included, results []any, err error) {
-	kbs, err := a.KnowledgeBases.store.Files().ListKnowledgeBases(ctx, botID)
+// passages of all, best first. Both are nil when there is no base to
+// query.
+func (a *API) QueryKnowledgeBases(ctx context.Context, botID, query string, only []string) (included, results []any, err error) {
+	kbs, err := a.selectKBs(ctx, botID, only)
 	if err != nil || len(kbs) == 0 {
 		return nil, nil, err
 	}

@@ -199,11 +199,25 @@ type Intent struct {
 	Keywords   []string `json:"keywords,omitempty"`
 }
 
-// KnowledgeBaseRef references a knowledge base (documentation: the bot's
-// knowledge bases are those of the Files API; a queryKnowledgeBase card
-// may name some).
+// KnowledgeBaseRef names one of the bot's knowledge bases (Files API) by
+// id or name: a bot whose document lists some answers from those only
+// (event.kb, queryKnowledgeBase cards); none listed: all of them.
 type KnowledgeBaseRef struct {
 	ID          string `json:"id"`
 	Name        string `json:"name,omitempty"`
 	Description string `json:"description,omitempty"`
+}
+
+// KnowledgeBaseNames lists the ids and names of the document's
+// knowledgeBases: the bot answers from those of its knowledge bases (all
+// when the list is empty).
+func (b *Bot) KnowledgeBaseNames() []string {
+	var out []string
+	for _, r := range b.Doc.KnowledgeBases {
+		out = append(out, r.ID)
+		if r.Name != "" {
+			out = append(out, r.Name)
+		}
+	}
+	return out
 }
