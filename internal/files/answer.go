@@ -35,7 +35,7 @@ func (a *API) Answer(ctx context.Context, botID, question string, only []string)
 	if err != nil || len(hits) == 0 {
 		return "", nil, err
 	}
-	if a.models.Completer != nil {
+	if a.models.Completer != nil && !a.answerDown.open() {
 		top := hits[:min(len(hits), answerPassages)]
 		var sb strings.Builder
 		var keys []string
@@ -61,7 +61,8 @@ func (a *API) Answer(ctx context.Context, botID, question string, only []string)
 		if ctx.Err() != nil {
 			return "", nil, ctx.Err()
 		}
-		a.log.Warn("files: answer-generation endpoint failed; answering with the best passage", "bot", botID, "err", err)
+		a.answerDown.failed()
+		a.log.Warn("files: answer-generation endpoint failed; answering with the best passage (for 30 s)", "bot", botID, "err", err)
 	}
 	best := hits[0].r
 	return best.Content, []string{best.File.Key}, nil

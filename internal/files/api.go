@@ -57,8 +57,9 @@ type API struct {
 	KnowledgeBases *KnowledgeBases
 	Indexer        *Indexer
 
-	models Models
-	log    *slog.Logger
+	models     Models
+	log        *slog.Logger
+	answerDown breaker // the answer-generation endpoint failed recently
 }
 
 // NewAPI returns the Files API's use cases over st, contents in blobs;

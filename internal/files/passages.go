@@ -12,10 +12,12 @@ import (
 
 // Passages implements searchFiles, listFilePassages and setFilePassages.
 type Passages struct {
-	store  store.Store
-	lib    *Library
-	models Models
-	log    *slog.Logger
+	store     store.Store
+	lib       *Library
+	models    Models
+	log       *slog.Logger
+	vectors   vectorCache // recent queries' vectors
+	embedDown breaker     // the embeddings endpoint failed recently
 }
 
 // PassageMeta is a passage's meta object.
@@ -175,7 +177,9 @@ func (s *Passages) Search(ctx context.Context, c Caller, in SearchInput) ([]Sear
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
 			}
-			s.log.Warn("files: embeddings endpoint failed; searching by full text only", "bot", c.BotID, "err", err)
+			if err != errPaused {
+				s.log.Warn("files: embeddings endpoint failed; searching by full text only", "bot", c.BotID, "err", err)
+			}
 		} else {
 			hits = fuse(hits, sem, fetch)
 		}

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"math"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/parley-bots/parley/internal/llm"
@@ -80,19 +81,94 @@ func embedPassages(ctx context.Context, emb Embedder, log *slog.Logger, fileID s
 	}
 }
 
-// semantic returns the bot's embedded passages nearest to the query
-// (cosine similarity), best first, at most limit.
-func (s *Passages) semantic(ctx context.Context, botID, query string, limit int) ([]*model.Passage, error) {
+// endpointPause is how long an endpoint that failed is left alone: the
+// turns meanwhile use full text and extractive answers at once rather
+// than each waiting for a failing or hanging endpoint.
+const endpointPause = 30 * time.Second
+
+// breaker remembers that an endpoint failed.
+type breaker struct {
+	mu    sync.Mutex
+	until time.Time
+}
+
+var errPaused = errors.New("endpoint paused after a failure")
+
+func (b *breaker) open() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return time.Now().Before(b.until)
+}
+
+func (b *breaker) failed() {
+	b.mu.Lock()
+	b.until = time.Now().Add(endpointPause)
+	b.mu.Unlock()
+}
+
+// vectorCache keeps the vectors of recent queries: a turn searches each
+// knowledge base with the same text, and a card may ask it again.
+type vectorCache struct {
+	mu    sync.Mutex
+	items map[string][]float32
+	order []string
+}
+
+const vectorCacheSize = 256
+
+func (c *vectorCache) get(q string) []float32 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.items[q]
+}
+
+func (c *vectorCache) put(q string, v []float32) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.items == nil {
+		c.items = map[string][]float32{}
+	}
+	if _, ok := c.items[q]; ok {
+		return
+	}
+	c.items[q] = v
+	c.order = append(c.order, q)
+	if len(c.order) > vectorCacheSize {
+		delete(c.items, c.order[0])
+		c.order = c.order[1:]
+	}
+}
+
+// queryVector embeds a search's query (cached; none while the endpoint is
+// paused after a failure).
+func (s *Passages) queryVector(ctx context.Context, query string) ([]float32, error) {
+	if v := s.vectors.get(query); v != nil {
+		return v, nil
+	}
+	if s.embedDown.open() {
+		return nil, errPaused
+	}
 	ctx, cancel := context.WithTimeout(ctx, queryEmbedTimeout)
 	defer cancel()
 	vs, err := s.models.Embedder.Embed(ctx, []string{query})
+	if err == nil && (len(vs) != 1 || len(vs[0]) == 0) {
+		err = errors.New("no query vector")
+	}
+	if err != nil {
+		s.embedDown.failed()
+		return nil, err
+	}
+	s.vectors.put(query, vs[0])
+	return vs[0], nil
+}
+
+// semantic returns the bot's embedded passages nearest to the query
+// (cosine similarity), best first, at most limit.
+func (s *Passages) semantic(ctx context.Context, botID, query string, limit int) ([]*model.Passage, error) {
+	q, err := s.queryVector(ctx, query)
 	if err != nil {
 		return nil, err
 	}
-	if len(vs) != 1 || len(vs[0]) == 0 {
-		return nil, errors.New("no query vector")
-	}
-	q := vs[0]
 	ps, err := s.store.Files().EmbeddedPassages(ctx, botID)
 	if err != nil {
 		return nil, err

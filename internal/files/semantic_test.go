@@ -1,8 +1,11 @@
 package files
 
 import (
+	"context"
+	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/parley-bots/parley/internal/model"
 )
@@ -43,5 +46,58 @@ func TestFuse(t *testing.T) {
 				t.Fatalf("fused %q, want %q", s, tc.want)
 			}
 		})
+	}
+}
+
+// countingEmbedder stands in for a remote embeddings endpoint.
+type countingEmbedder struct {
+	calls int
+	fail  bool
+}
+
+func (e *countingEmbedder) Embed(_ context.Context, texts []string) ([][]float32, error) {
+	e.calls++
+	if e.fail {
+		return nil, errors.New("down")
+	}
+	out := make([][]float32, len(texts))
+	for i, t := range texts {
+		out[i] = []float32{float32(len(t)), 1}
+	}
+	return out, nil
+}
+
+// TestQueryVector: a query is embedded once (a turn searches each
+// knowledge base with the same text); after a failure the endpoint is
+// left alone for a while, so turns do not each wait for it.
+func TestQueryVector(t *testing.T) {
+	ctx := context.Background()
+	emb := &countingEmbedder{}
+	s := &Passages{models: Models{Embedder: emb}}
+	for range 3 {
+		if v, err := s.queryVector(ctx, "refunds"); err != nil || v[0] != 7 {
+			t.Fatalf("%v %v", v, err)
+		}
+	}
+	if emb.calls != 1 {
+		t.Fatalf("%d calls for one query, want 1", emb.calls)
+	}
+	emb.fail = true
+	if _, err := s.queryVector(ctx, "shipping"); err == nil || err == errPaused {
+		t.Fatalf("first failure: %v", err)
+	}
+	if _, err := s.queryVector(ctx, "returns"); err != errPaused {
+		t.Fatalf("after a failure: %v, want errPaused", err)
+	}
+	if emb.calls != 2 {
+		t.Fatalf("%d calls, want 2 (none while paused)", emb.calls)
+	}
+	if v, err := s.queryVector(ctx, "refunds"); err != nil || v[0] != 7 {
+		t.Fatalf("cached vector while paused: %v %v", v, err)
+	}
+	s.embedDown.until = time.Now() // the pause is over
+	emb.fail = false
+	if _, err := s.queryVector(ctx, "returns"); err != nil || emb.calls != 3 {
+		t.Fatalf("after the pause: %v, %d calls", err, emb.calls)
 	}
 }
