@@ -182,7 +182,7 @@ func (a *App) start(ctx context.Context, o options) error {
 	// The Files API (its indexer runs in the background; its callers
 	// authenticate with the Runtime API's credentials); bot code's
 	// client.searchFiles runs its search.
-	filesAPI := files.NewAPI(a.db, blobs, a.URL, a.log)
+	filesAPI := files.NewAPI(a.db, blobs, a.URL, a.cfg.models(), a.log)
 	a.runtimeAPI = runtimeapi.New(a.db, commit, actions, sdkBots, a.chat, filesAPI)
 	runtimeScheduler := runtimeapi.NewScheduler(a.runtimeAPI, a.log, 0)
 	// The Tables API's use cases (importTable reads the bot's uploaded

@@ -8,11 +8,14 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/parley-bots/parley/internal/files"
 	"github.com/parley-bots/parley/internal/httpapi/httpx"
+	"github.com/parley-bots/parley/internal/llm"
 	"github.com/parley-bots/parley/internal/realtime"
 )
 
@@ -44,6 +47,28 @@ type Config struct {
 	// turns.DefaultLeaseTTL. A dead or stalled node is taken over about
 	// this long after its last renewal.
 	LeaseTTL time.Duration
+
+	// Optional model endpoints (docs/files-api.md); empty URLs: none, and
+	// nothing leaves the machine. Keys only from the environment.
+	EmbeddingsURL   string // an OpenAI-compatible /v1/embeddings URL
+	EmbeddingsModel string
+	EmbeddingsKey   string
+	AnswerURL       string // an OpenAI-compatible /v1/chat/completions URL
+	AnswerModel     string
+	AnswerKey       string
+}
+
+// models returns the Files API's model endpoints (zero when none is
+// configured).
+func (c Config) models() files.Models {
+	var m files.Models
+	if c.EmbeddingsURL != "" {
+		m.Embedder = llm.Embedder{Endpoint: llm.Endpoint{URL: c.EmbeddingsURL, Model: c.EmbeddingsModel, APIKey: c.EmbeddingsKey}}
+	}
+	if c.AnswerURL != "" {
+		m.Completer = llm.Generator{Endpoint: llm.Endpoint{URL: c.AnswerURL, Model: c.AnswerModel, APIKey: c.AnswerKey}}
+	}
+	return m
 }
 
 // Defaults of the limits.
@@ -132,6 +157,10 @@ func LoadConfig(args []string, getenv func(string) string, stderr io.Writer) (Co
 	if v := getenv("PARLEY_LEASE_TTL"); v != "" {
 		envErrs = append(envErrs, fs.Set("lease-ttl", v))
 	}
+	fs.StringVar(&c.EmbeddingsURL, "embeddings-url", env("PARLEY_EMBEDDINGS_URL", ""), "an OpenAI-compatible /v1/embeddings URL for semantic search of knowledge bases (e.g. http://127.0.0.1:11434/v1/embeddings); empty: full-text search only, nothing leaves the machine; key: PARLEY_EMBEDDINGS_API_KEY (PARLEY_EMBEDDINGS_URL)")
+	fs.StringVar(&c.EmbeddingsModel, "embeddings-model", env("PARLEY_EMBEDDINGS_MODEL", ""), "the model asked of --embeddings-url (PARLEY_EMBEDDINGS_MODEL)")
+	fs.StringVar(&c.AnswerURL, "answer-url", env("PARLEY_ANSWER_URL", ""), "an OpenAI-compatible /v1/chat/completions URL that composes knowledge-base answers; empty: the best passage answers; key: PARLEY_ANSWER_API_KEY (PARLEY_ANSWER_URL)")
+	fs.StringVar(&c.AnswerModel, "answer-model", env("PARLEY_ANSWER_MODEL", ""), "the model asked of --answer-url (PARLEY_ANSWER_MODEL)")
 	intVar(&c.MaxConnections, "max-connections", "PARLEY_MAX_CONNECTIONS", DefaultMaxConnections, "concurrent client connections; more wait to be accepted")
 	intVar(&c.StreamsPerUser, "max-streams-per-user", "PARLEY_MAX_STREAMS_PER_USER", realtime.DefaultMaxStreamsPerUser, "open SSE streams per chat user")
 	intVar(&c.StreamsPerConv, "max-streams-per-conversation", "PARLEY_MAX_STREAMS_PER_CONVERSATION", realtime.DefaultMaxStreamsPerConversation, "open SSE streams per conversation")
@@ -148,6 +177,7 @@ func LoadConfig(args []string, getenv func(string) string, stderr io.Writer) (Co
 		return c, fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
 	c.AdminToken = getenv("PARLEY_ADMIN_TOKEN")
+	c.EmbeddingsKey, c.AnswerKey = getenv("PARLEY_EMBEDDINGS_API_KEY"), getenv("PARLEY_ANSWER_API_KEY")
 	return c, c.validate()
 }
 
@@ -172,6 +202,14 @@ func (c *Config) validate() error {
 	case "debug", "info", "warn", "error":
 	default:
 		return fmt.Errorf("--log-level %q: must be debug, info, warn or error", c.LogLevel)
+	}
+	for _, u := range []struct{ flag, url string }{{"--embeddings-url", c.EmbeddingsURL}, {"--answer-url", c.AnswerURL}} {
+		if u.url == "" {
+			continue
+		}
+		if p, err := url.Parse(u.url); err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
+			return fmt.Errorf("%s %q: must be an http:// or https:// URL", u.flag, u.url)
+		}
 	}
 	c.PublicURL = strings.TrimRight(c.PublicURL, "/")
 	if c.BodyReadTimeout < 0 || c.MaxConnections < 0 || c.StreamsPerUser < 0 || c.StreamsPerConv < 0 || c.DBMaxConnections < 0 {

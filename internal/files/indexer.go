@@ -16,13 +16,14 @@ import (
 // the reason. It polls every few seconds and is woken by uploads; files
 // left pending by a stop are indexed at the next start.
 type Indexer struct {
-	store store.Store
-	blobs Blobs
-	log   *slog.Logger
-	wake  chan struct{}
-	done  chan struct{}
-	stop  context.CancelFunc
-	wg    sync.WaitGroup
+	store    store.Store
+	blobs    Blobs
+	embedder Embedder // nil: no semantic search
+	log      *slog.Logger
+	wake     chan struct{}
+	done     chan struct{}
+	stop     context.CancelFunc
+	wg       sync.WaitGroup
 }
 
 // Wake asks the indexer to look for work now.
@@ -102,6 +103,7 @@ func (ix *Indexer) index(ctx context.Context, f *model.File) {
 		ps = append(ps, &model.Passage{Content: p.text, Subtype: p.subtype, PageNumber: p.page, Breadcrumb: p.breadcrumb,
 			Terms: passageTerms(p.subtype, p.text, p.breadcrumb)})
 	}
+	embedPassages(ctx, ix.embedder, ix.log, f.ID, ps)
 	if err := ix.store.Files().SetPassages(ctx, f.BotID, f.ID, ps); err != nil {
 		if !model.IsNotFound(err) && ctx.Err() == nil {
 			fail("the passages could not be stored")

@@ -52,7 +52,9 @@ func (s *KnowledgeBases) Create(ctx context.Context, c Caller, in KBInput) (Know
 	if err := checkName(in.Name); err != nil {
 		return KnowledgeBaseView{}, err
 	}
-	kb := &model.KnowledgeBase{BotID: c.BotID, ID: model.NewSecret("kb_"), Name: in.Name, Tags: map[string]string{}}
+	// A time-ordered id: bases created in the same millisecond still list
+	// (and fill event.kb.included) in creation order.
+	kb := &model.KnowledgeBase{BotID: c.BotID, ID: "kb_" + model.NewID(), Name: in.Name, Tags: map[string]string{}}
 	for k, v := range in.Tags {
 		if v != nil {
 			kb.Tags[k] = *v

@@ -3,6 +3,7 @@ package files
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
 	"strconv"
 
 	"github.com/parley-bots/parley/internal/model"
@@ -11,8 +12,12 @@ import (
 
 // Passages implements searchFiles, listFilePassages and setFilePassages.
 type Passages struct {
-	store store.Store
-	lib   *Library
+	store     store.Store
+	lib       *Library
+	models    Models
+	log       *slog.Logger
+	vectors   vectorCache // recent queries' vectors
+	embedDown breaker     // the embeddings endpoint failed recently
 }
 
 // PassageMeta is a passage's meta object.
@@ -98,6 +103,7 @@ func (s *Passages) Set(ctx context.Context, c Caller, fileID string, in []SetInp
 		ps = append(ps, &model.Passage{Content: p.Content, Subtype: p.Type, PageNumber: p.PageNumber, Breadcrumb: bc,
 			Terms: passageTerms(p.Type, p.Content, bc)})
 	}
+	embedPassages(ctx, s.models.Embedder, s.log, fileID, ps)
 	if err := s.store.Files().SetPassages(ctx, c.BotID, fileID, ps); err != nil {
 		return err
 	}
@@ -162,6 +168,21 @@ func (s *Passages) Search(ctx context.Context, c Caller, in SearchInput) ([]Sear
 	hits, err := s.store.Files().SearchPassages(ctx, c.BotID, terms, fetch)
 	if err != nil {
 		return nil, err
+	}
+	// With an embeddings endpoint, the nearest passages join the ranking;
+	// when it fails, the full-text ranking stands alone.
+	if s.models.Embedder != nil {
+		sem, err := s.semantic(ctx, c.BotID, in.Query, fetch)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			if err != errPaused {
+				s.log.Warn("files: embeddings endpoint failed; searching by full text only", "bot", c.BotID, "err", err)
+			}
+		} else {
+			hits = fuse(hits, sem, fetch)
+		}
 	}
 	files := map[string]*model.File{}
 	out := []SearchResult{}

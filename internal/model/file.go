@@ -43,6 +43,9 @@ type Passage struct {
 	Breadcrumb string
 	Terms      string
 	Score      float64 // search results only: higher is better
+	// Embedding is the passage's vector from the configured embeddings
+	// endpoint (semantic search); nil when there is none.
+	Embedding []float32
 }
 
 // KnowledgeBase is a named set of a bot's files, selected by tags.

@@ -31,11 +31,12 @@ type Event struct {
 	UserID         string // optional
 }
 
-// KB lists the knowledge bases queried for the event; deeper structure is
-// left to the knowledge-base feature.
+// KB is event.kb: the knowledge bases queried for the event and the
+// passages found (an array, empty when none scored; package turns fills
+// both, docs/files-api.md).
 type KB struct {
 	Included []any `json:"included"`
-	Results  []any `json:"results,omitempty"`
+	Results  []any `json:"results"`
 }
 
 // EventState is event.state: the user, conversation and bot state objects

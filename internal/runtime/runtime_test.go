@@ -222,7 +222,7 @@ bot.on.message('text', async ({client, event}) => { await client.createMessage({
 	})
 	t.Run("kb and trigger only when set", func(t *testing.T) {
 		ev := textEvent("x")
-		ev.KB = &KB{Included: []any{map[string]any{"id": "kb1"}}}
+		ev.KB = &KB{Included: []any{map[string]any{"id": "kb1"}}, Results: []any{}}
 		ev.Trigger = &Trigger{FlowID: "f1", NodeID: "n1"}
 		res, _ := run(t, e, code, ev)
 		var p probeOut
@@ -231,7 +231,7 @@ bot.on.message('text', async ({client, event}) => { await client.createMessage({
 		if !slices.Equal(p.Keys, want) {
 			t.Errorf("keys %q", p.Keys)
 		}
-		if !strings.Contains(string(p.JSON), `"kb":{"included":[{"id":"kb1"}]}`) || !strings.Contains(string(p.JSON), `"trigger":{"flowId":"f1","nodeId":"n1"}`) {
+		if !strings.Contains(string(p.JSON), `"kb":{"included":[{"id":"kb1"}],"results":[]}`) || !strings.Contains(string(p.JSON), `"trigger":{"flowId":"f1","nodeId":"n1"}`) {
 			t.Errorf("json %s", p.JSON)
 		}
 	})

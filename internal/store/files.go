@@ -34,6 +34,9 @@ type Files interface {
 	// terms (BM25 on SQLite, ts_rank on PostgreSQL), best first, Score
 	// higher for better.
 	SearchPassages(ctx context.Context, botID string, terms []string, limit int) ([]*model.Passage, error)
+	// EmbeddedPassages returns the bot's passages that have an embedding
+	// (semantic search compares them with the query's in Go).
+	EmbeddedPassages(ctx context.Context, botID string) ([]*model.Passage, error)
 
 	CreateKnowledgeBase(ctx context.Context, kb *model.KnowledgeBase) error
 	GetKnowledgeBase(ctx context.Context, botID, id string) (*model.KnowledgeBase, error)

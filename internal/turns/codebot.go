@@ -33,12 +33,31 @@ type Runtime struct {
 	kb        KnowledgeBases
 }
 
-// KnowledgeBases queries a bot's knowledge bases for a turn's text
-// (files.API.QueryKnowledgeBases, passed by app.start): included lists
+// KnowledgeBases queries a bot's knowledge bases (files.API, passed by
+// app.start). QueryKnowledgeBases is for a turn's event.kb: included lists
 // the bases queried, results the passages found; both nil when the bot
-// has none.
+// has none; only (when not empty) restricts the bases to those whose id
+// or name it lists. Answer answers a workflow's queryKnowledgeBase card from the
+// bases whose id or name is in only (all when empty): the answer, empty
+// only when no passage scored, and its sources (file keys).
 type KnowledgeBases interface {
-	QueryKnowledgeBases(ctx context.Context, botID, query string) (included, results []any, err error)
+	QueryKnowledgeBases(ctx context.Context, botID, query string, only []string) (included, results []any, err error)
+	Answer(ctx context.Context, botID, question string, only []string) (answer string, sources []string, err error)
+}
+
+// knowledge is the workflow engine's access to a bot's knowledge bases
+// for one turn (nil without KnowledgeBases): a card that names none uses
+// the bot's (bases, from its document's knowledgeBases; empty: all).
+func (rt *Runtime) knowledge(ctx context.Context, botID string, bases []string) workflow.Knowledge {
+	if rt.kb == nil {
+		return nil
+	}
+	return func(question string, only []string) (string, []string, error) {
+		if len(only) == 0 {
+			only = bases
+		}
+		return rt.kb.Answer(ctx, botID, question, only)
+	}
 }
 
 // RuntimeAPI runs the Runtime API operations bot code's `client` offers
@@ -137,7 +156,7 @@ func (cb *codeBot) HandleTurn(ctx context.Context, in *TurnInput, out BotOutput)
 	if err != nil {
 		return err
 	}
-	rin, err := rt.prepareTurn(ctx, b, v, in, out)
+	rin, err := rt.prepareTurn(ctx, b, v, in, out, nil)
 	if err != nil {
 		return err
 	}
@@ -167,7 +186,9 @@ func (cb *codeBot) HoldsEffects() bool { return true }
 
 // prepareTurn builds the runtime input of a turn (all but the code): the
 // event object, the stored message, user and conversation, and the states.
-func (rt *Runtime) prepareTurn(ctx context.Context, b *model.Bot, v *model.BotVersion, in *TurnInput, out BotOutput) (runtime.TurnInput, error) {
+// bases (ids or names; empty: all) are the knowledge bases event.kb
+// queries.
+func (rt *Runtime) prepareTurn(ctx context.Context, b *model.Bot, v *model.BotVersion, in *TurnInput, out BotOutput, bases []string) (runtime.TurnInput, error) {
 	ev, err := runtimeEvent(b.ID, in)
 	if err != nil {
 		return runtime.TurnInput{}, err
@@ -196,7 +217,7 @@ func (rt *Runtime) prepareTurn(ctx context.Context, b *model.Bot, v *model.BotVe
 	ev.Tags = runtime.NewTags(convTags, in.MessageTags, userTags)
 	// A text message of a bot with knowledge bases queries them: event.kb.
 	if text, ok := ev.Payload["text"].(string); ok && rt.kb != nil && in.Event.MessageID != "" && strings.TrimSpace(text) != "" {
-		included, results, err := rt.kb.QueryKnowledgeBases(ctx, b.ID, text)
+		included, results, err := rt.kb.QueryKnowledgeBases(ctx, b.ID, text, bases)
 		if err != nil {
 			return runtime.TurnInput{}, err
 		}

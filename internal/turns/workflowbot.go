@@ -90,7 +90,8 @@ func (wb *workflowBot) HandleTurn(ctx context.Context, in *TurnInput, out BotOut
 	if err != nil {
 		return err
 	}
-	rin, err := rt.prepareTurn(ctx, b, v, in, out)
+	bases := doc.KnowledgeBaseNames()
+	rin, err := rt.prepareTurn(ctx, b, v, in, out, bases)
 	if err != nil {
 		return err
 	}
@@ -98,7 +99,7 @@ func (wb *workflowBot) HandleTurn(ctx context.Context, in *TurnInput, out BotOut
 	if err != nil {
 		return err
 	}
-	res := workflow.RunTurn(ctx, rt.engine, doc, rin, dialog, nil, model.Now())
+	res := workflow.RunTurn(ctx, rt.engine, doc, rin, dialog, nil, model.Now(), rt.knowledge(ctx, b.ID, bases))
 	if res.Err != nil {
 		return res.Err
 	}
@@ -196,7 +197,7 @@ func (wb *workflowBot) runSchedule(ctx context.Context, v *model.BotVersion, doc
 	res := workflow.RunTurn(ctx, rt.engine, doc, runtime.TurnInput{
 		BotID: b.ID, VersionID: v.ID, Timeout: time.Duration(b.MaxExecutionTime) * time.Second,
 		Event: ev, States: runtime.States{Bot: botState}, Host: host,
-	}, nil, t, now)
+	}, nil, t, now, rt.knowledge(ctx, b.ID, doc.KnowledgeBaseNames()))
 	if res.Err != nil {
 		return res.Err
 	}

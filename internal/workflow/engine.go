@@ -133,6 +133,8 @@ type Input struct {
 	WebhookPath     string
 	Now             time.Time
 	HasConversation bool
+	// Knowledge answers queryKnowledgeBase cards (nil: they find nothing).
+	Knowledge Knowledge
 }
 
 // Route picks the trigger that starts this turn, if any; package turns puts
@@ -791,6 +793,10 @@ func (r *run) card(c *Card) (stop bool, err error) {
 			in["keyColumn"] = c.KeyColumn
 		}
 		if _, err := r.req("client", "name", "upsertTableRows", "input", in); err != nil {
+			return false, err
+		}
+	case CardQueryKB:
+		if err := r.queryKB(c); err != nil {
 			return false, err
 		}
 	case CardExpression:

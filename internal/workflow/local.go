@@ -23,6 +23,8 @@ type Local struct {
 	Dialog    *Dialog
 	// Now gives the turn's time (default time.Now).
 	Now func() time.Time
+	// Knowledge answers queryKnowledgeBase cards (nil: they find nothing).
+	Knowledge Knowledge
 
 	Logs     []model.LogEntry
 	Issues   []Issue
@@ -94,7 +96,7 @@ func (l *Local) turn(ctx context.Context, ev runtime.Event, msg map[string]any, 
 	if trig != nil {
 		dialog = nil
 	}
-	res := RunTurn(ctx, l.Engine, l.Bot, in, dialog, trig, ev.CreatedOn)
+	res := RunTurn(ctx, l.Engine, l.Bot, in, dialog, trig, ev.CreatedOn, l.Knowledge)
 	if res.Err != nil {
 		return nil, res.Err
 	}

@@ -59,9 +59,11 @@ type TurnResult struct {
 // trigger (filling event.trigger), then runs the engine inside a driven
 // runtime turn. in.Code is replaced by the bot's generated code; d is the
 // stored dialog (nil for none). A schedule turn passes its trigger as trig;
-// other turns pass nil and are routed here.
-func RunTurn(ctx context.Context, e *runtime.Engine, b *Bot, in runtime.TurnInput, d *Dialog, trig *Trigger, now time.Time) TurnResult {
+// other turns pass nil and are routed here. kb answers queryKnowledgeBase
+// cards (nil: they find nothing).
+func RunTurn(ctx context.Context, e *runtime.Engine, b *Bot, in runtime.TurnInput, d *Dialog, trig *Trigger, now time.Time, kb Knowledge) TurnResult {
 	input := InputFor(in.Event, now)
+	input.Knowledge = kb
 	if trig == nil {
 		trig = b.Route(d, input)
 	}

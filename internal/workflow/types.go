@@ -102,6 +102,11 @@ const (
 	// (the table's when empty). Both use the Tables API's row operations.
 	CardTableRead  = "tableRead"
 	CardTableWrite = "tableWrite"
+	// CardQueryKB answers question (the message's text by default) from
+	// the bot's knowledge bases (those listed in knowledgeBases, else all):
+	// the answer goes to output (null when no passage scored) and, with
+	// say, to the user with its sources.
+	CardQueryKB = "queryKnowledgeBase"
 )
 
 // Card is one step of a node. Which fields apply depends on Type (see the
@@ -133,12 +138,15 @@ type Card struct {
 	Cancel     []string          `json:"cancel,omitempty"`
 	OnCancel   string            `json:"onCancel,omitempty"`
 	SkipIfSet  bool              `json:"skipIfSet,omitempty"`
-	Minutes    float64           `json:"minutes,omitempty"`   // timeout
-	Workflow   string            `json:"workflow,omitempty"`  // call
-	Table      string            `json:"table,omitempty"`     // tableRead, tableWrite
-	Filter     map[string]any    `json:"filter,omitempty"`    // tableRead
-	Row        map[string]any    `json:"row,omitempty"`       // tableWrite
-	KeyColumn  string            `json:"keyColumn,omitempty"` // tableWrite
+	Minutes    float64           `json:"minutes,omitempty"`        // timeout
+	Workflow   string            `json:"workflow,omitempty"`       // call
+	Table      string            `json:"table,omitempty"`          // tableRead, tableWrite
+	Filter     map[string]any    `json:"filter,omitempty"`         // tableRead
+	Row        map[string]any    `json:"row,omitempty"`            // tableWrite
+	KeyColumn  string            `json:"keyColumn,omitempty"`      // tableWrite
+	Question   string            `json:"question,omitempty"`       // queryKnowledgeBase
+	KBs        []string          `json:"knowledgeBases,omitempty"` // queryKnowledgeBase
+	Say        bool              `json:"say,omitempty"`            // queryKnowledgeBase
 	outputMap  map[string]string // call: output var of the callee → variable of the caller
 	outputVar  string            // action
 }
@@ -195,9 +203,25 @@ type Intent struct {
 	Keywords   []string `json:"keywords,omitempty"`
 }
 
-// KnowledgeBaseRef references a knowledge base (filled by a later feature).
+// KnowledgeBaseRef names one of the bot's knowledge bases (Files API) by
+// id or name: a bot whose document lists some answers from those only
+// (event.kb, queryKnowledgeBase cards); none listed: all of them.
 type KnowledgeBaseRef struct {
 	ID          string `json:"id"`
 	Name        string `json:"name,omitempty"`
 	Description string `json:"description,omitempty"`
+}
+
+// KnowledgeBaseNames lists the ids and names of the document's
+// knowledgeBases: the bot answers from those of its knowledge bases (all
+// when the list is empty).
+func (b *Bot) KnowledgeBaseNames() []string {
+	var out []string
+	for _, r := range b.Doc.KnowledgeBases {
+		out = append(out, r.ID)
+		if r.Name != "" {
+			out = append(out, r.Name)
+		}
+	}
+	return out
 }

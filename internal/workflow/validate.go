@@ -394,6 +394,12 @@ func (b *Bot) checkCard(flow string, c *Card, ptr string, l *errList) {
 				b.checkVar(flow, c.outputVar, ptr+"/output", l)
 			}
 		}
+	case CardQueryKB:
+		checkTemplate(c.Question, ptr+"/question", l)
+		if len(c.Output) > 0 {
+			_ = json.Unmarshal(c.Output, &c.outputVar)
+			b.checkVar(flow, c.outputVar, ptr+"/output", l)
+		}
 	case CardExpression:
 		checkJS(c.Condition, false, ptr+"/condition", l)
 		b.checkNode(flow, c.To, ptr+"/to", l)

@@ -330,6 +330,44 @@ func TestWebchatFiles(t *testing.T) {
 			t.Fatalf("download: %d %v", res.StatusCode, res.Header)
 		}
 
+		// The attachment is a Files API file of the bot: listFiles and
+		// getFile show it (as a member with the admin's token), and its
+		// Files API URL serves the same bytes.
+		admin := map[string]string{"Authorization": "Bearer " + a.AdminToken}
+		var ws struct{ Workspaces []struct{ ID string } }
+		call(t, "GET", a.URL+"/v1/admin/workspaces", admin, nil, 200, &ws)
+		admin["x-workspace-id"] = ws.Workspaces[0].ID
+		var bots struct{ Bots []struct{ ID string } }
+		call(t, "GET", a.URL+"/v1/admin/bots", admin, nil, 200, &bots)
+		member := map[string]string{"Authorization": "Bearer " + a.AdminToken, "x-bot-id": bots.Bots[0].ID}
+		var list struct {
+			Files []struct{ ID, Key, Status, ContentType string }
+		}
+		call(t, "GET", a.URL+"/v1/files", member, nil, 200, &list)
+		if len(list.Files) != 1 || list.Files[0].ID != f.File.ID || list.Files[0].Key != "abcdef-dot.png" ||
+			list.Files[0].Status != "upload_completed" || list.Files[0].ContentType != "image/png" {
+			t.Fatalf("listFiles: %+v", list.Files)
+		}
+		var got struct {
+			File struct {
+				ID, URL string
+				Size    int
+			}
+		}
+		call(t, "GET", a.URL+"/v1/files/"+f.File.ID, member, nil, 200, &got)
+		if got.File.Size != len(png) || got.File.URL == "" {
+			t.Fatalf("getFile: %+v", got.File)
+		}
+		res, err = http.Get(got.File.URL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ = io.ReadAll(res.Body)
+		res.Body.Close()
+		if res.StatusCode != 200 || !bytes.Equal(body, png) {
+			t.Fatalf("Files API url: %d %q", res.StatusCode, body)
+		}
+
 		// Uploading more than 1 MB: 413, and the file is gone.
 		call(t, "POST", base+"/files", key, map[string]any{"key": "abcdef-big.bin"}, 201, &f)
 		call(t, "PUT", f.File.UploadURL, map[string]string{"Content-Type": "application/octet-stream"}, bytes.Repeat([]byte("x"), 1<<20+1), 413, nil)

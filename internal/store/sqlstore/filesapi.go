@@ -2,6 +2,8 @@ package sqlstore
 
 import (
 	"context"
+	"encoding/binary"
+	"math"
 	"strconv"
 	"strings"
 
@@ -42,8 +44,9 @@ func (r files) SetPassages(ctx context.Context, botID, fileID string, ps []*mode
 			if p.Subtype == "" {
 				p.Subtype = "paragraph"
 			}
-			if _, err := s.exec(ctx, `INSERT INTO file_passages (bot_id, file_id, id, position, content, subtype, page_number, breadcrumb, terms)
-				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, botID, fileID, p.ID, i, p.Content, p.Subtype, p.PageNumber, p.Breadcrumb, p.Terms); err != nil {
+			if _, err := s.exec(ctx, `INSERT INTO file_passages (bot_id, file_id, id, position, content, subtype, page_number, breadcrumb, terms, embedding)
+				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, botID, fileID, p.ID, i, p.Content, p.Subtype, p.PageNumber, p.Breadcrumb, p.Terms,
+				encodeVector(p.Embedding)); err != nil {
 				return s.fail(err, "file")
 			}
 			if r.sqlite() {
@@ -61,13 +64,43 @@ const passageCols = `bot_id, file_id, id, position, content, subtype, page_numbe
 
 func scanPassage(sc scanner) (*model.Passage, error) {
 	var p model.Passage
-	err := sc.Scan(&p.BotID, &p.FileID, &p.ID, &p.Position, &p.Content, &p.Subtype, &p.PageNumber, &p.Breadcrumb, &p.Terms)
+	var vec []byte
+	err := sc.Scan(&p.BotID, &p.FileID, &p.ID, &p.Position, &p.Content, &p.Subtype, &p.PageNumber, &p.Breadcrumb, &p.Terms, &vec)
+	p.Embedding = decodeVector(vec)
 	return &p, err
 }
 
 func (r files) ListPassages(ctx context.Context, botID, fileID string, after, limit int) ([]*model.Passage, error) {
-	return all(ctx, r.s, "passage", scanPassage, `SELECT `+passageCols+` FROM file_passages
+	return all(ctx, r.s, "passage", scanPassage, `SELECT `+passageCols+`, embedding FROM file_passages
 		WHERE bot_id = ? AND file_id = ? AND position > ? ORDER BY position LIMIT ?`, botID, fileID, after, limit)
+}
+
+func (r files) EmbeddedPassages(ctx context.Context, botID string) ([]*model.Passage, error) {
+	return all(ctx, r.s, "passage", scanPassage, `SELECT `+passageCols+`, embedding FROM file_passages
+		WHERE bot_id = ? AND embedding IS NOT NULL ORDER BY file_id, position`, botID)
+}
+
+// encodeVector stores a vector as little-endian float32s (nil: NULL).
+func encodeVector(v []float32) any {
+	if len(v) == 0 {
+		return nil
+	}
+	b := make([]byte, 4*len(v))
+	for i, f := range v {
+		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(f))
+	}
+	return b
+}
+
+func decodeVector(b []byte) []float32 {
+	if len(b) == 0 || len(b)%4 != 0 {
+		return nil
+	}
+	v := make([]float32, len(b)/4)
+	for i := range v {
+		v[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
+	}
+	return v
 }
 
 // SearchPassages: terms are words of letters and digits (files.Terms),
@@ -95,12 +128,15 @@ func (r files) SearchPassages(ctx context.Context, botID string, terms []string,
 	}
 	if r.sqlite() {
 		q := `"` + strings.Join(clean, `" OR "`) + `"`
+		// Ranked in the FTS table alone, then joined: only the best
+		// limit rows are read from file_passages.
 		return all(ctx, r.s, "passage", scan, `SELECT p.bot_id, p.file_id, p.id, p.position, p.content, p.subtype, p.page_number,
-			p.breadcrumb, p.terms, -bm25(file_passages_fts) AS score
-			FROM file_passages_fts JOIN file_passages p ON p.bot_id = file_passages_fts.bot_id
-				AND p.file_id = file_passages_fts.file_id AND p.position = file_passages_fts.position
-			WHERE file_passages_fts MATCH ? AND file_passages_fts.bot_id = ?
-			ORDER BY bm25(file_passages_fts), p.file_id, p.position LIMIT ?`, q, botID, limit)
+			p.breadcrumb, p.terms, f.score
+			FROM (SELECT file_id, position, -bm25(file_passages_fts) AS score FROM file_passages_fts
+				WHERE file_passages_fts MATCH ? AND bot_id = ?
+				ORDER BY bm25(file_passages_fts), file_id, position LIMIT ?) f
+			JOIN file_passages p ON p.bot_id = ? AND p.file_id = f.file_id AND p.position = f.position
+			ORDER BY f.score DESC, p.file_id, p.position`, q, botID, limit, botID)
 	}
 	q := `'` + strings.Join(clean, `' | '`) + `'`
 	return all(ctx, r.s, "passage", scan, `SELECT `+passageCols+`, ts_rank(tsv, to_tsquery('simple', ?)) AS score

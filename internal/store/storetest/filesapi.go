@@ -78,6 +78,24 @@ func testFilesAPI(t *testing.T, db store.DB) {
 	ok(t, err)
 	eq(t, "other bot searches nothing", len(hits), 0)
 
+	// Embeddings are kept as given; only embedded passages are listed
+	// for semantic search, and only the bot's.
+	ok(t, fs.SetPassages(ctx, f.bot.ID, "file_b", []*model.Passage{
+		{Content: "refund refund refund", Terms: "refund refund refund", Embedding: []float32{0.5, -1.25, 3}},
+		{Content: "no vector", Terms: "no vector"},
+	}))
+	emb, err := fs.EmbeddedPassages(ctx, f.bot.ID)
+	ok(t, err)
+	eq(t, "embedded passages", len(emb), 1)
+	eq(t, "embedding", emb[0].Content+"|"+emb[0].FileID, "refund refund refund|file_b")
+	eq(t, "vector", emb[0].Embedding, []float32{0.5, -1.25, 3})
+	ps, err = fs.ListPassages(ctx, f.bot.ID, "file_b", -1, 10)
+	ok(t, err)
+	eq(t, "listed with vectors", len(ps) == 2 && len(ps[0].Embedding) == 3 && ps[1].Embedding == nil, true)
+	emb, err = fs.EmbeddedPassages(ctx, other.ID)
+	ok(t, err)
+	eq(t, "other bot's embedded passages", len(emb), 0)
+
 	// Replacing passages replaces the index; deleting a file drops both.
 	ok(t, fs.SetPassages(ctx, f.bot.ID, "file_b", []*model.Passage{{Content: "hello", Terms: "hello"}}))
 	hits, err = fs.SearchPassages(ctx, f.bot.ID, []string{"refund"}, 10)

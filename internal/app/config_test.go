@@ -1,0 +1,52 @@
+package app_test
+
+import (
+	"io"
+	"strings"
+	"testing"
+
+	"github.com/parley-bots/parley/internal/app"
+)
+
+// TestModelEndpointsConfig: the optional model endpoints come from flags
+// or the environment, their keys only from the environment, and a URL
+// that is not http(s) stops serve.
+func TestModelEndpointsConfig(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		args    []string
+		env     map[string]string
+		want    app.Config
+		wantErr string
+	}{
+		{name: "none by default"},
+		{name: "flags", args: []string{"--embeddings-url", "http://127.0.0.1:11434/v1/embeddings", "--embeddings-model", "nomic-embed-text",
+			"--answer-url", "https://api.example.com/v1/chat/completions", "--answer-model", "small"},
+			env: map[string]string{"PARLEY_EMBEDDINGS_API_KEY": "k1", "PARLEY_ANSWER_API_KEY": "k2"},
+			want: app.Config{EmbeddingsURL: "http://127.0.0.1:11434/v1/embeddings", EmbeddingsModel: "nomic-embed-text", EmbeddingsKey: "k1",
+				AnswerURL: "https://api.example.com/v1/chat/completions", AnswerModel: "small", AnswerKey: "k2"}},
+		{name: "environment", env: map[string]string{"PARLEY_EMBEDDINGS_URL": "http://h/v1/embeddings", "PARLEY_EMBEDDINGS_MODEL": "m",
+			"PARLEY_ANSWER_URL": "http://h/v1/chat/completions", "PARLEY_ANSWER_MODEL": "a"},
+			want: app.Config{EmbeddingsURL: "http://h/v1/embeddings", EmbeddingsModel: "m", AnswerURL: "http://h/v1/chat/completions", AnswerModel: "a"}},
+		{name: "not a URL", args: []string{"--embeddings-url", "localhost:11434"}, wantErr: "--embeddings-url"},
+		{name: "not http", args: []string{"--answer-url", "ftp://h/v1/chat/completions"}, wantErr: "--answer-url"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := app.LoadConfig(tc.args, func(k string) string { return tc.env[k] }, io.Discard)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("err %v, want one naming %s", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := app.Config{EmbeddingsURL: c.EmbeddingsURL, EmbeddingsModel: c.EmbeddingsModel, EmbeddingsKey: c.EmbeddingsKey,
+				AnswerURL: c.AnswerURL, AnswerModel: c.AnswerModel, AnswerKey: c.AnswerKey}
+			if got != tc.want {
+				t.Fatalf("got %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}
