@@ -57,6 +57,4 @@ type ScheduleFires interface {
 	// and reports false, changing nothing, when it no longer was `from`:
 	// of two leaders firing one scheduled time, one advances it.
 	Advance(ctx context.Context, botID, triggerID string, from, to time.Time) (bool, error)
-	// Forget deletes the bot's rows of triggers not in keep.
-	Forget(ctx context.Context, botID string, keep []string) error
 }

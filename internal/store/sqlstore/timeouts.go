@@ -2,7 +2,6 @@ package sqlstore
 
 import (
 	"context"
-	"strings"
 	"time"
 
 	"github.com/parley-bots/parley/internal/store"
@@ -101,17 +100,4 @@ func (r scheduleFires) Advance(ctx context.Context, botID, triggerID string, fro
 	}
 	n, err := res.RowsAffected()
 	return n > 0, err
-}
-
-func (r scheduleFires) Forget(ctx context.Context, botID string, keep []string) error {
-	q := `DELETE FROM schedule_fires WHERE bot_id = ?`
-	args := []any{botID}
-	if len(keep) > 0 {
-		q += ` AND trigger_id NOT IN (?` + strings.Repeat(", ?", len(keep)-1) + `)`
-		for _, k := range keep {
-			args = append(args, k)
-		}
-	}
-	_, err := r.s.exec(ctx, q, args...)
-	return r.s.fail(err, "schedule")
 }

@@ -192,11 +192,6 @@ func testScheduleFires(t *testing.T, db store.DB) {
 	}
 	eq(t, "rolled back", advance(f.bot.ID, "t1", 30, 40), true)
 
-	ok(t, r.Forget(ctx, f.bot.ID, []string{"t1"}))
-	ok(t, r.Forget(ctx, "no-such-bot", nil))
-	eq(t, "t2 forgotten", list(), sorted(f.bot.ID+"/t1@40", other.ID+"/t1@7"))
 	ok(t, db.Bots().Delete(ctx, f.ws.ID, other.ID))
-	eq(t, "gone with the bot", list(), []string{f.bot.ID + "/t1@40"})
-	ok(t, r.Forget(ctx, f.bot.ID, nil))
-	eq(t, "all forgotten", list(), []string{})
+	eq(t, "gone with the bot", list(), sorted(f.bot.ID+"/t1@40", f.bot.ID+"/t2@5"))
 }
