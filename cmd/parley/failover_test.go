@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
-	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -14,8 +13,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/parley-bots/parley/internal/testutil/testdb"
 )
 
 // TestFailoverLoop runs two real `parley serve` processes on one
@@ -38,13 +35,7 @@ func TestFailoverLoop(t *testing.T) {
 	}
 	bin := buildBinary(t)
 	// The server's own idle-in-transaction timeout, not the tests' (off).
-	dbURL := testdb.PostgresURL(t)
-	if u, err := url.Parse(dbURL); err == nil && u.Scheme != "" {
-		q := u.Query()
-		q.Del("idle_in_transaction_session_timeout")
-		u.RawQuery = q.Encode()
-		dbURL = u.String()
-	}
+	dbURL := failoverDatabaseURL(t)
 	f := newFailoverRig(t, bin, "PARLEY_DATABASE_URL="+dbURL, "PARLEY_DATA_DIR="+t.TempDir())
 	t.Run("SIGKILL", func(t *testing.T) {
 		f.loop(t, kills, syscall.SIGKILL, 5*time.Second)
