@@ -24,7 +24,7 @@ import (
 // PostgreSQL database and makes the workflow scheduler's leader fail
 // (SIGKILL ×3, SIGSTOP past the lease TTL then SIGCONT, SIGTERM) at a
 // random point of a second, while a schedule trigger fires every second
-// and takes 200 ms to run (so the failure often lands between a firing's
+// and takes 400 ms to run (so the failure often lands between a firing's
 // start and its commit). Its run appends event.payload.scheduledAt to a
 // bot variable, committed with the trigger's fired-up-to time: at the end
 // every scheduled second from the first to the last firing must appear
@@ -58,7 +58,7 @@ func TestSchedulerFailover(t *testing.T) {
   "workflows": {
     "main": {"nodes": {"s": {"type": "start", "cards": [{"type": "message", "payload": "hi"}]}}},
     "tick": {"nodes": {"t": {"type": "start", "cards": [{"type": "code",
-      "code": "const until = Date.now() + 200; while (Date.now() < until) {} bot.fires = (bot.fires || []).concat([event.payload.scheduledAt])"}]}}}
+      "code": "const until = Date.now() + 400; while (Date.now() < until) {} bot.fires = (bot.fires || []).concat([event.payload.scheduledAt])"}]}}}
   },
   "triggers": [{"type": "schedule", "cron": "* * * * * *", "workflow": "tick"}]
 }`)
