@@ -175,6 +175,13 @@ func (d *Dispatcher) Held(limit int) (refs []model.ConversationRef, n int) {
 // the conversations over at once. Interrupted turns stay pending and run
 // again there or on the next start.
 func (d *Dispatcher) Stop() {
+	if refs, n := d.Held(20); n > 0 {
+		conv := make([]string, len(refs))
+		for i, r := range refs {
+			conv[i] = r.BotID + "/" + r.ConversationID
+		}
+		d.log.Info("turns: handing over", "node", d.o.Node, "held_conversations", n, "conversations", conv)
+	}
 	d.queue.close()
 	if d.cancel != nil {
 		d.cancel()
