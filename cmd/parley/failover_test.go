@@ -75,6 +75,14 @@ func newFailoverRig(t *testing.T, bin string, env ...string) *failoverRig {
 		go func() { ch <- startProcess(t, bin, env...) }()
 	}
 	f.nodes[0], f.nodes[1] = <-ch, <-ch
+	t.Cleanup(func() {
+		if t.Failed() {
+			for i, p := range f.nodes {
+				l := strings.Split(p.stderr.String(), "\n")
+				t.Logf("node %d, last log lines:\n%s", i, strings.Join(l[max(0, len(l)-40):], "\n"))
+			}
+		}
+	})
 	a := f.nodes[0]
 	f.ws = adminJSON(t, "GET", a.url+"/v1/admin/workspaces", token, "", "")["workspaces"].([]any)[0].(map[string]any)["id"].(string)
 	// Two replies per turn, with a busy wait between them: a turn run by

@@ -97,6 +97,14 @@ func TestSchedulerFailover(t *testing.T) {
 		return -1
 	}
 	// Firing for a few seconds first.
+	t.Cleanup(func() {
+		if t.Failed() {
+			for i, p := range nodes {
+				l := strings.Split(p.stderr.String(), "\n")
+				t.Logf("node %d, last log lines:\n%s", i, strings.Join(l[max(0, len(l)-30):], "\n"))
+			}
+		}
+	})
 	waitFires(t, dbURL, cronBot, 3)
 
 	var takeovers []string

@@ -122,9 +122,14 @@ func (r leases) Prune(ctx context.Context, prefix string, before time.Time, limi
 	// the names starting with prefix, a range of the primary key.
 	end := []byte(prefix)
 	end[len(end)-1]++
+	// The conditions are repeated outside the subquery: a row taken
+	// meanwhile (by a Take that PostgreSQL lets commit first) is
+	// re-checked as it is now, and kept.
+	until, below := before.UnixMilli(), before.UnixMicro()
 	res, err := r.s.exec(ctx, `DELETE FROM leases WHERE name IN (
-		SELECT name FROM leases WHERE name >= ? AND name < ? AND expires_at < ? AND epoch < ? LIMIT ?)`,
-		prefix, string(end), before.UnixMilli(), before.UnixMicro(), limit)
+		SELECT name FROM leases WHERE name >= ? AND name < ? AND expires_at < ? AND epoch < ? LIMIT ?)
+		AND expires_at < ? AND epoch < ?`,
+		prefix, string(end), until, below, limit, until, below)
 	n, err := affected(res, err)
 	return int(n), r.s.fail(err, "lease")
 }
