@@ -148,6 +148,12 @@ func TestSchedulerFailover(t *testing.T) {
 			if gap > 5*time.Second {
 				t.Errorf("cycle %d: scheduler taken over %.2fs after %v, want ≤ 5s", cycle+1, gap.Seconds(), sig)
 			}
+			// The takeover is logged with both nodes and the gap.
+			if sig == syscall.SIGKILL && !slices.ContainsFunc(strings.Split(survivor.stderr.String(), "\n"), func(l string) bool {
+				return strings.Contains(l, `"msg":"workflow scheduler: leading"`) && strings.Contains(l, `"from_node":`) && strings.Contains(l, `"gap_s":`)
+			}) {
+				t.Errorf("cycle %d: no scheduler takeover logged with from_node and gap_s:\n%s", cycle+1, survivor.stderr)
+			}
 		}
 		<-nodes[v].exited
 		if sig == syscall.SIGTERM && !strings.Contains(nodes[v].stderr.String(), "stopped cleanly") {
