@@ -149,9 +149,16 @@ func TestSchedulerFailover(t *testing.T) {
 				t.Errorf("cycle %d: scheduler taken over %.2fs after %v, want ≤ 5s", cycle+1, gap.Seconds(), sig)
 			}
 			// The takeover is logged with both nodes and the gap.
-			if sig == syscall.SIGKILL && !slices.ContainsFunc(strings.Split(survivor.stderr.String(), "\n"), func(l string) bool {
-				return strings.Contains(l, `"msg":"workflow scheduler: leading"`) && strings.Contains(l, `"from_node":`) && strings.Contains(l, `"gap_s":`)
-			}) {
+			// (The log line reaches this test through a pipe: wait a bit.)
+			logged := func() bool {
+				return slices.ContainsFunc(strings.Split(survivor.stderr.String(), "\n"), func(l string) bool {
+					return strings.Contains(l, `"msg":"workflow scheduler: leading"`) && strings.Contains(l, `"from_node":`) && strings.Contains(l, `"gap_s":`)
+				})
+			}
+			for deadline := time.Now().Add(3 * time.Second); sig == syscall.SIGKILL && !logged() && time.Now().Before(deadline); {
+				time.Sleep(50 * time.Millisecond)
+			}
+			if sig == syscall.SIGKILL && !logged() {
 				t.Errorf("cycle %d: no scheduler takeover logged with from_node and gap_s:\n%s", cycle+1, survivor.stderr)
 			}
 		}

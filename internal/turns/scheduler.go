@@ -175,12 +175,12 @@ func (ws *Scheduler) holdLease(ctx context.Context) {
 			}
 			if err == nil && ok {
 				renewed = time.Now()
-				ws.lead(l.Epoch)
 				args := []any{"node", ws.o.Node, "epoch", l.Epoch}
 				if l.From != "" {
 					args = append(args, "from_node", l.From, "gap_s", time.Since(l.FromExpired.Add(-ws.o.LeaseTTL)).Seconds())
 				}
 				ws.rt.log.Info("workflow scheduler: leading", args...)
+				ws.lead(l.Epoch)
 			}
 		}
 		select {
