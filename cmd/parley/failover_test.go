@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
-	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -14,8 +13,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/parley-bots/parley/internal/testutil/testdb"
 )
 
 // TestFailoverLoop runs two real `parley serve` processes on one
@@ -38,13 +35,7 @@ func TestFailoverLoop(t *testing.T) {
 	}
 	bin := buildBinary(t)
 	// The server's own idle-in-transaction timeout, not the tests' (off).
-	dbURL := testdb.PostgresURL(t)
-	if u, err := url.Parse(dbURL); err == nil && u.Scheme != "" {
-		q := u.Query()
-		q.Del("idle_in_transaction_session_timeout")
-		u.RawQuery = q.Encode()
-		dbURL = u.String()
-	}
+	dbURL := failoverDatabaseURL(t)
 	f := newFailoverRig(t, bin, "PARLEY_DATABASE_URL="+dbURL, "PARLEY_DATA_DIR="+t.TempDir())
 	t.Run("SIGKILL", func(t *testing.T) {
 		f.loop(t, kills, syscall.SIGKILL, 5*time.Second)
@@ -84,6 +75,14 @@ func newFailoverRig(t *testing.T, bin string, env ...string) *failoverRig {
 		go func() { ch <- startProcess(t, bin, env...) }()
 	}
 	f.nodes[0], f.nodes[1] = <-ch, <-ch
+	t.Cleanup(func() {
+		if t.Failed() {
+			for i, p := range f.nodes {
+				l := strings.Split(p.stderr.String(), "\n")
+				t.Logf("node %d, last log lines:\n%s", i, strings.Join(l[max(0, len(l)-40):], "\n"))
+			}
+		}
+	})
 	a := f.nodes[0]
 	f.ws = adminJSON(t, "GET", a.url+"/v1/admin/workspaces", token, "", "")["workspaces"].([]any)[0].(map[string]any)["id"].(string)
 	// Two replies per turn, with a busy wait between them: a turn run by

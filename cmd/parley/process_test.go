@@ -30,15 +30,41 @@ type process struct {
 	err    error         // its exit status, once exited is closed
 }
 
+// built is the parley binary the process tests share: built once per
+// test run (linking takes seconds), removed by TestMain.
+var built struct {
+	sync.Mutex
+	dir, bin string
+}
+
 func buildBinary(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "parley")
+	built.Lock()
+	defer built.Unlock()
+	if built.bin != "" {
+		return built.bin
+	}
+	dir, err := os.MkdirTemp("", "parley-bin-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	built.dir = dir
+	bin := filepath.Join(dir, "parley")
 	cmd := exec.Command("go", "build", "-o", bin, ".")
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
+	built.bin = bin
 	return bin
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if built.dir != "" {
+		os.RemoveAll(built.dir)
+	}
+	os.Exit(code)
 }
 
 // startProcess runs `parley serve` and waits until it logs its address.

@@ -62,6 +62,7 @@ type App struct {
 	node       string
 	started    time.Time
 	dispatcher *turns.Dispatcher
+	scheduler  *turns.Scheduler
 	handOver   []func() // run first on shutdown: release leases
 
 	// URL is the public base URL.
@@ -206,7 +207,7 @@ func (a *App) start(ctx context.Context, o options) error {
 	}
 	dispatcher := turns.NewDispatcher(a.db, commit, queue, resolver, a.log, turns.DispatcherOptions{Leases: pg, Node: node, Observer: met, LeaseTTL: leaseTTL})
 	scheduler := turns.NewScheduler(botRuntime, turns.SchedulerOptions{Node: node, LeaseTTL: leaseTTL})
-	a.node, a.started, a.dispatcher = node, time.Now(), dispatcher
+	a.node, a.started, a.dispatcher, a.scheduler = node, time.Now(), dispatcher, scheduler
 	a.log.Info("node started", "node", node, "lease_ttl", leaseTTL.String(), "leases", pg)
 
 	// Use cases, one package per API family (the Chat API's and the
@@ -346,9 +347,13 @@ func (a *App) readyz(w http.ResponseWriter, r *http.Request) {
 	for i, r := range held {
 		conv[i] = r.BotID + "/" + r.ConversationID
 	}
+	sched := map[string]any{"leader": false}
+	if leading, since := a.scheduler.Leading(); leading {
+		sched = map[string]any{"leader": true, "since": since.UTC().Format(time.RFC3339Nano)}
+	}
 	httpx.WriteJSON(w, http.StatusOK, map[string]any{"status": "ready", "store": a.db.Engine(),
 		"node": map[string]any{"id": a.node, "started_at": a.started.UTC().Format(time.RFC3339Nano),
-			"held_conversations": n, "conversations": conv}})
+			"held_conversations": n, "conversations": conv, "scheduler": sched}})
 }
 
 // bootstrap creates the owner, workspace and admin token on first start.

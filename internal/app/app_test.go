@@ -156,6 +156,44 @@ func TestHealthAndReadiness(t *testing.T) {
 		}
 		res.Body.Close()
 	}
+	// The node's id, start time and scheduler leadership (the only node
+	// leads at once: the lease is free).
+	var ready struct {
+		Node struct {
+			ID                string `json:"id"`
+			StartedAt         string `json:"started_at"`
+			HeldConversations *int   `json:"held_conversations"`
+			Scheduler         struct {
+				Leader bool   `json:"leader"`
+				Since  string `json:"since"`
+			} `json:"scheduler"`
+		} `json:"node"`
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		res, err := http.Get(a.URL + "/readyz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = json.NewDecoder(res.Body).Decode(&ready)
+		res.Body.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ready.Node.Scheduler.Leader || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	n := ready.Node
+	if !strings.HasPrefix(n.ID, "node-") || n.HeldConversations == nil || !n.Scheduler.Leader {
+		t.Fatalf("readyz node = %+v", n)
+	}
+	for _, ts := range []string{n.StartedAt, n.Scheduler.Since} {
+		if at, err := time.Parse(time.RFC3339Nano, ts); err != nil || time.Since(at) > time.Minute {
+			t.Fatalf("readyz times %q: %v", ts, err)
+		}
+	}
 }
 
 // TestErrorBodies checks status and standard body for bad requests over HTTP.

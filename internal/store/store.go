@@ -30,8 +30,9 @@ type Store interface {
 	Chat() Chat
 	States() States
 	Leases() Leases
-	// DialogTimeouts is in timeouts.go.
+	// DialogTimeouts and ScheduleFires are in timeouts.go.
 	DialogTimeouts() DialogTimeouts
+	ScheduleFires() ScheduleFires
 	// Deliveries is in deliveries.go.
 	Deliveries() Deliveries
 	// Files and Feedback are in files.go.
@@ -305,6 +306,13 @@ type Leases interface {
 	// still holds the lease at f's epoch, and locks the lease row until
 	// the transaction ends, so that a takeover waits for it.
 	Check(ctx context.Context, f Fence) error
+	// Prune deletes at most limit leases whose name starts with prefix
+	// and that were released or expired before `before`, and reports how
+	// many it deleted. Epochs stay monotonic per name across a prune: a
+	// lease taken again after its row went starts above every epoch it
+	// had, so the fence of a pruned epoch never matches again (nodes'
+	// clocks must agree within time.Since(before)).
+	Prune(ctx context.Context, prefix string, before time.Time, limit int) (int, error)
 }
 
 // Lease is what Leases.Take took.

@@ -33,3 +33,28 @@ type DialogTimeouts interface {
 	// activity is not claimed.
 	Claim(ctx context.Context, botID, conversationID string, dueAt time.Time) (bool, error)
 }
+
+// ScheduleFire is how far a workflow bot's schedule trigger has fired:
+// FiredUpTo is the last scheduled time whose firing committed.
+type ScheduleFire struct {
+	BotID     string
+	TriggerID string
+	FiredUpTo time.Time
+}
+
+// ScheduleFires keeps, per schedule trigger, the last scheduled time it
+// fired, so that each scheduled time fires once across nodes and
+// restarts: the scheduler leader advances it in the transaction that
+// commits a firing's effects (Advance), and a new leader fires the times
+// after it. Rows go with their bot.
+type ScheduleFires interface {
+	// List returns every trigger's row.
+	List(ctx context.Context) ([]ScheduleFire, error)
+	// Start records firedUpTo for a trigger that has no row yet; a row
+	// already there is kept.
+	Start(ctx context.Context, botID, triggerID string, firedUpTo time.Time) error
+	// Advance moves the trigger's time from `from` to `to` (milliseconds)
+	// and reports false, changing nothing, when it no longer was `from`:
+	// of two leaders firing one scheduled time, one advances it.
+	Advance(ctx context.Context, botID, triggerID string, from, to time.Time) (bool, error)
+}

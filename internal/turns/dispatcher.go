@@ -131,8 +131,13 @@ func (d *Dispatcher) Start(ctx context.Context) {
 		defer d.wg.Done()
 		t := time.NewTicker(d.o.Sweep)
 		defer t.Stop()
+		var pruned time.Time
 		for {
 			d.recover()
+			if d.o.Leases && time.Since(pruned) >= pruneEvery {
+				d.prune()
+				pruned = time.Now()
+			}
 			select {
 			case <-d.ctx.Done():
 				return
@@ -170,6 +175,13 @@ func (d *Dispatcher) Held(limit int) (refs []model.ConversationRef, n int) {
 // the conversations over at once. Interrupted turns stay pending and run
 // again there or on the next start.
 func (d *Dispatcher) Stop() {
+	if refs, n := d.Held(20); n > 0 {
+		conv := make([]string, len(refs))
+		for i, r := range refs {
+			conv[i] = r.BotID + "/" + r.ConversationID
+		}
+		d.log.Info("turns: handing over", "node", d.o.Node, "held_conversations", n, "conversations", conv)
+	}
 	d.queue.close()
 	if d.cancel != nil {
 		d.cancel()
@@ -197,6 +209,41 @@ func (d *Dispatcher) recover() {
 	}
 	for _, r := range refs {
 		d.queue.Notify(r)
+	}
+}
+
+// Released or expired conversation leases are deleted by every node once
+// a minute (pruneEvery), pruneBatch rows a statement and at most
+// pruneBatches statements a round, once they are pruneAfter old: a
+// conversation taken again starts a lease epoch above its old ones
+// (store.Leases.Prune), so fencing holds as long as the nodes' clocks
+// agree within pruneAfter.
+const (
+	pruneEvery   = time.Minute
+	pruneAfter   = time.Minute
+	pruneBatch   = 1000
+	pruneBatches = 10
+)
+
+func (d *Dispatcher) prune() {
+	ctx, cancel := context.WithTimeout(d.ctx, 30*time.Second)
+	defer cancel()
+	total := 0
+	for range pruneBatches {
+		n, err := d.store.Leases().Prune(ctx, leasePrefix, time.Now().Add(-pruneAfter), pruneBatch)
+		total += n
+		if err != nil {
+			if d.ctx.Err() == nil {
+				d.log.Warn("turns: pruning leases failed", "err", err)
+			}
+			break
+		}
+		if n < pruneBatch {
+			break
+		}
+	}
+	if total > 0 {
+		d.log.Debug("turns: pruned conversation leases", "n", total)
 	}
 }
 

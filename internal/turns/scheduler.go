@@ -2,6 +2,7 @@ package turns
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
@@ -21,10 +22,16 @@ type SchedulerOptions struct {
 	// Refresh is how often the list of workflow bots is reloaded (default
 	// 30 s; a publish on this node reloads it at once).
 	Refresh time.Duration
-	// LeaseTTL is the scheduler leader lease (default 30 s): across nodes
-	// sharing a database only the lease holder fires schedule triggers.
+	// LeaseTTL is the scheduler leader lease (default DefaultLeaseTTL),
+	// renewed every quarter of it: across nodes sharing a database only
+	// the lease holder fires, and another node takes over about LeaseTTL
+	// after the leader's last renewal.
 	LeaseTTL time.Duration
-	Node     string
+	// CatchUp bounds how far back a leader fires the scheduled times it
+	// finds missed (a dead leader's, a stopped cluster's): each time
+	// within it fires once, older ones are skipped (default 15 min).
+	CatchUp time.Duration
+	Node    string
 }
 
 // Scheduler fires the schedule triggers of workflow bots and queues
@@ -32,6 +39,9 @@ type SchedulerOptions struct {
 // are in the store, see saveDialog), on one node: the holder of the
 // schedulerLease lease. Whatever node ran a dialog's last turn, and
 // across restarts, its timeout fires once (enqueueTimeout claims it).
+// Each scheduled time of a trigger fires once across leaders: the
+// firing's effects commit with the trigger's fired-up-to time
+// (store.ScheduleFires), fenced by the leader's lease epoch (fireOnce).
 type Scheduler struct {
 	rt *Runtime
 	o  SchedulerOptions
@@ -39,9 +49,11 @@ type Scheduler struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
-	bots   []scheduledBot
-	leader bool
-	last   time.Time
+	bots []scheduledBot
+
+	mu    sync.Mutex
+	epoch int64 // of the scheduler lease while this node holds it, else 0
+	since time.Time
 }
 
 type scheduledBot struct {
@@ -50,6 +62,10 @@ type scheduledBot struct {
 	doc       *workflow.Bot
 	schedules []workflow.Schedule
 }
+
+// maxFiresPerTick bounds the scheduled times of one trigger a tick fires
+// (catching up after a takeover); the rest fire on the next ticks.
+const maxFiresPerTick = 10
 
 // NewScheduler returns a scheduler; call Start and Stop.
 func NewScheduler(rt *Runtime, o SchedulerOptions) *Scheduler {
@@ -60,7 +76,10 @@ func NewScheduler(rt *Runtime, o SchedulerOptions) *Scheduler {
 		o.Refresh = 30 * time.Second
 	}
 	if o.LeaseTTL <= 0 {
-		o.LeaseTTL = 30 * time.Second
+		o.LeaseTTL = DefaultLeaseTTL
+	}
+	if o.CatchUp <= 0 {
+		o.CatchUp = 15 * time.Minute
 	}
 	if o.Node == "" {
 		o.Node = model.NewNodeID()
@@ -71,31 +90,112 @@ func NewScheduler(rt *Runtime, o SchedulerOptions) *Scheduler {
 // Start runs the scheduler until Stop.
 func (ws *Scheduler) Start(ctx context.Context) {
 	ctx, ws.cancel = context.WithCancel(ctx)
-	ws.wg.Add(1)
+	ws.wg.Add(2)
+	go func() {
+		defer ws.wg.Done()
+		ws.holdLease(ctx)
+	}()
 	go func() {
 		defer ws.wg.Done()
 		ws.loop(ctx)
 	}()
 }
 
-// Stop stops the scheduler and releases its lease.
+// Stop stops the scheduler and releases its lease: another node leads at
+// once. Stop is idempotent.
 func (ws *Scheduler) Stop() {
 	if ws.cancel != nil {
 		ws.cancel()
 	}
 	ws.wg.Wait()
-	if ws.leader {
+	if epoch := ws.lead(0); epoch != 0 {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		_ = ws.rt.store.Leases().Release(ctx, schedulerLease, ws.o.Node)
 	}
 }
 
+// Leading reports whether this node leads (holds the scheduler lease) and
+// since when.
+func (ws *Scheduler) Leading() (bool, time.Time) {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	return ws.epoch != 0, ws.since
+}
+
+// leaderEpoch is the epoch of the lease this node holds, 0 when it does
+// not lead.
+func (ws *Scheduler) leaderEpoch() int64 {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	return ws.epoch
+}
+
+// lead records the epoch held now (0: none) and returns the previous one.
+func (ws *Scheduler) lead(epoch int64) int64 {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	prev := ws.epoch
+	ws.epoch = epoch
+	if epoch != prev {
+		ws.since = time.Now()
+	}
+	return prev
+}
+
+// holdLease takes the scheduler lease when it is free or expired and
+// renews it every quarter TTL, apart from the firing (which may take
+// longer than the TTL): a leader loses it only by stalling or losing the
+// database for about a TTL. A failing renewal is retried until the lease
+// would have expired; a refused one ends the leadership at once.
+func (ws *Scheduler) holdLease(ctx context.Context) {
+	t := time.NewTicker(ws.o.LeaseTTL / 4)
+	defer t.Stop()
+	leases := ws.rt.store.Leases()
+	var renewed time.Time
+	for {
+		if epoch := ws.leaderEpoch(); epoch != 0 {
+			ok, err := leases.Renew(ctx, schedulerLease, ws.o.Node, epoch, ws.o.LeaseTTL)
+			switch {
+			case err == nil && ok:
+				renewed = time.Now()
+			case err != nil && time.Since(renewed) < ws.o.LeaseTTL:
+			default:
+				if ctx.Err() != nil {
+					return
+				}
+				ws.lead(0)
+				ws.rt.log.Warn("workflow scheduler: lease lost", "err", err, "node", ws.o.Node, "epoch", epoch)
+			}
+		}
+		if ws.leaderEpoch() == 0 {
+			l, ok, err := leases.Take(ctx, schedulerLease, ws.o.Node, ws.o.LeaseTTL)
+			if err != nil && ctx.Err() == nil {
+				ws.rt.log.Warn("workflow scheduler: lease failed", "err", err)
+			}
+			if err == nil && ok {
+				renewed = time.Now()
+				args := []any{"node", ws.o.Node, "epoch", l.Epoch}
+				if l.From != "" {
+					args = append(args, "from_node", l.From, "gap_s", time.Since(l.FromExpired.Add(-ws.o.LeaseTTL)).Seconds())
+				}
+				ws.rt.log.Info("workflow scheduler: leading", args...)
+				ws.lead(l.Epoch)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
 func (ws *Scheduler) loop(ctx context.Context) {
 	tick := time.NewTicker(ws.o.Tick)
 	defer tick.Stop()
-	var refreshed, leased time.Time
-	ws.last = time.Now()
+	var refreshed time.Time
+	var refreshedAt int64 // the epoch of the last refresh: a new leader reloads
 	shared := ws.rt.workflows
 	for {
 		select {
@@ -106,26 +206,17 @@ func (ws *Scheduler) loop(ctx context.Context) {
 			continue
 		case <-tick.C:
 		}
-		now := time.Now()
-		if now.Sub(leased) >= ws.o.LeaseTTL/3 {
-			ok, err := ws.rt.store.Leases().Acquire(ctx, schedulerLease, ws.o.Node, ws.o.LeaseTTL)
-			if err != nil && ctx.Err() == nil {
-				ws.rt.log.Warn("workflow: scheduler lease failed", "err", err)
-			}
-			ws.leader = err == nil && ok
-			leased = now
-		}
-		if !ws.leader {
-			ws.last = now
+		epoch := ws.leaderEpoch()
+		if epoch == 0 {
 			continue
 		}
+		now := time.Now()
 		ws.fireTimeouts(ctx, now)
-		if now.Sub(refreshed) >= ws.o.Refresh {
+		if now.Sub(refreshed) >= ws.o.Refresh || refreshedAt != epoch {
 			ws.refresh(ctx)
-			refreshed = now
+			refreshed, refreshedAt = now, epoch
 		}
-		ws.fire(ctx, ws.last, now)
-		ws.last = now
+		ws.fire(ctx, store.Fence{Name: schedulerLease, Holder: ws.o.Node, Epoch: epoch}, now)
 	}
 }
 
@@ -211,21 +302,101 @@ func (ws *Scheduler) refresh(ctx context.Context) {
 	ws.bots = bots
 }
 
-// fire runs every schedule with a fire time in (from, to].
-func (ws *Scheduler) fire(ctx context.Context, from, to time.Time) {
+type triggerKey struct{ bot, trigger string }
+
+// fire fires, for every schedule trigger, the scheduled times after its
+// fired-up-to time and up to now, oldest first, each once (fireOnce);
+// at most maxFiresPerTick per trigger and tick. A trigger seen for the
+// first time starts at its version's publish if that was within the last
+// Refresh (the time this node may take to see it), else now. Missed
+// times go back at most CatchUp, and never before the publish of the
+// bot's current version.
+func (ws *Scheduler) fire(ctx context.Context, fence store.Fence, now time.Time) {
+	if len(ws.bots) == 0 {
+		return
+	}
+	rows, err := ws.rt.store.ScheduleFires().List(ctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			ws.rt.log.Warn("workflow: reading schedule times failed", "err", err)
+		}
+		return
+	}
+	upTo := make(map[triggerKey]time.Time, len(rows))
+	for _, r := range rows {
+		upTo[triggerKey{r.BotID, r.TriggerID}] = r.FiredUpTo
+	}
 	for _, sb := range ws.bots {
 		for _, sc := range sb.schedules {
-			next := sc.Spec.Next(from)
-			if next.IsZero() || next.After(to) {
-				continue
+			k := triggerKey{sb.bot.ID, sc.Trigger.ID}
+			from, ok := upTo[k]
+			if !ok {
+				start := latest(sb.version.CreatedAt, now.Add(-ws.o.Refresh-ws.o.Tick))
+				if err := ws.rt.store.ScheduleFires().Start(ctx, k.bot, k.trigger, start.Truncate(time.Millisecond)); err != nil && ctx.Err() == nil {
+					ws.rt.log.Warn("workflow: starting a schedule failed", "err", err, "bot", k.bot, "trigger", k.trigger)
+				}
+				continue // fires from the next tick, from the row as stored
 			}
-			wb := &workflowBot{rt: ws.rt, bot: sb.bot}
-			tctx, cancel := context.WithTimeout(ctx, time.Minute)
-			err := wb.runSchedule(tctx, sb.version, sb.doc, sc.Trigger)
-			cancel()
-			if err != nil && ctx.Err() == nil {
-				ws.rt.log.Warn("workflow: schedule trigger failed", "err", err, "bot", sb.bot.ID, "trigger", sc.Trigger.ID)
+			for range maxFiresPerTick {
+				after := latest(from, now.Add(-ws.o.CatchUp), sb.version.CreatedAt)
+				next := sc.Spec.Next(after.Local())
+				if next.IsZero() || next.After(now) {
+					break
+				}
+				err := ws.fireOnce(ctx, sb, sc, fence, from, next)
+				if errors.Is(err, store.ErrFenced) {
+					ws.rt.log.Warn("workflow scheduler: lease taken over, the firing is fenced off", "bot", k.bot, "trigger", k.trigger, "scheduled_at", next)
+					return
+				}
+				if errors.Is(err, errScheduleMoved) {
+					break // fired by another leader meanwhile: read again next tick
+				}
+				if err != nil {
+					if ctx.Err() == nil {
+						ws.rt.log.Warn("workflow: schedule trigger failed", "err", err, "bot", k.bot, "trigger", k.trigger, "scheduled_at", next)
+					}
+					break
+				}
+				from = next
 			}
 		}
 	}
+}
+
+// errScheduleMoved aborts a firing whose trigger another leader advanced.
+var errScheduleMoved = errors.New("schedule trigger already fired")
+
+// fireOnce runs the trigger for its scheduled time `at` and commits the
+// run's effects in one transaction with the trigger's fired-up-to time
+// moved from `from` to at, first checking that this node still leads at
+// the lease epoch of the fence: a leader that dies before the commit
+// leaves the time to its successor, and a stalled leader that was taken
+// over, or a second leader, commits nothing (ErrFenced, errScheduleMoved).
+// A run that fails still advances the time (its issue is recorded), as
+// a failed turn is not retried.
+func (ws *Scheduler) fireOnce(ctx context.Context, sb scheduledBot, sc workflow.Schedule, fence store.Fence, from, at time.Time) error {
+	wb := &workflowBot{rt: ws.rt, bot: sb.bot}
+	tctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	return wb.runSchedule(tctx, sb.version, sb.doc, sc.Trigger, at, func(tx store.Store) error {
+		if err := tx.Leases().Check(ctx, fence); err != nil {
+			return err
+		}
+		ok, err := tx.ScheduleFires().Advance(ctx, sb.bot.ID, sc.Trigger.ID, from, at)
+		if err == nil && !ok {
+			err = errScheduleMoved
+		}
+		return err
+	})
+}
+
+// latest is the latest of times.
+func latest(times ...time.Time) time.Time {
+	var l time.Time
+	for _, t := range times {
+		if t.After(l) {
+			l = t
+		}
+	}
+	return l
 }

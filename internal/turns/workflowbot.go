@@ -180,14 +180,18 @@ func (rt *Runtime) loadDialog(ctx context.Context, botID, convID string) (*workf
 	return &d, nil
 }
 
-// runSchedule runs a schedule trigger's turn: no conversation, so message
-// cards are skipped; bot variables, actions and code run.
-func (wb *workflowBot) runSchedule(ctx context.Context, v *model.BotVersion, doc *workflow.Bot, t *workflow.Trigger) error {
+// runSchedule runs a schedule trigger's turn for its scheduled time at
+// (event.payload.scheduledAt): no conversation, so message cards are
+// skipped; bot variables, actions and code run. Its effects (the bot
+// state, logs, issues) commit in one transaction that starts with claim,
+// which fails the whole when that time was fired by someone else. A run
+// that fails commits the claim alone and returns its error.
+func (wb *workflowBot) runSchedule(ctx context.Context, v *model.BotVersion, doc *workflow.Bot, t *workflow.Trigger, at time.Time, claim func(tx store.Store) error) error {
 	rt, b := wb.rt, wb.bot
 	now := model.Now()
 	ev := runtime.Event{BotID: b.ID, CreatedOn: now, Direction: model.DirectionIncoming, ID: model.NewID(),
-		Integration: model.IntegrationChat, Payload: map[string]any{"trigger": t.ID, "cron": t.Cron},
-		Tags: runtime.NewTags(nil, nil, nil), Type: workflow.ScheduleEventType}
+		Integration: model.IntegrationChat, Tags: runtime.NewTags(nil, nil, nil), Type: workflow.ScheduleEventType,
+		Payload: map[string]any{"trigger": t.ID, "cron": t.Cron, "scheduledAt": at.UTC().Format(time.RFC3339Nano)}}
 	ev.Preview = runtime.Preview(ev.Payload)
 	botState, err := rt.store.States().Get(ctx, b.ID, store.ScopeBot, b.ID)
 	if err != nil {
@@ -199,9 +203,15 @@ func (wb *workflowBot) runSchedule(ctx context.Context, v *model.BotVersion, doc
 		Event: ev, States: runtime.States{Bot: botState}, Host: host,
 	}, nil, t, now, rt.knowledge(ctx, b.ID, doc.KnowledgeBaseNames()))
 	if res.Err != nil {
+		if err := rt.store.InTx(ctx, claim); err != nil {
+			return err
+		}
 		return res.Err
 	}
 	return rt.store.InTx(ctx, func(tx store.Store) error {
+		if err := claim(tx); err != nil {
+			return err
+		}
 		if res.States.Bot != nil {
 			if err := tx.States().Put(ctx, b.ID, store.ScopeBot, b.ID, res.States.Bot); err != nil {
 				return err

@@ -60,3 +60,44 @@ func (r dialogTimeouts) Claim(ctx context.Context, botID, conversationID string,
 	}
 	return n > 0, nil
 }
+
+// ScheduleFires implements store.ScheduleFires on the schedule_fires
+// table (migration 0010).
+func (s *Store) ScheduleFires() store.ScheduleFires { return scheduleFires{s} }
+
+type scheduleFires struct{ s *Store }
+
+func (r scheduleFires) List(ctx context.Context) ([]store.ScheduleFire, error) {
+	rows, err := r.s.query(ctx, `SELECT bot_id, trigger_id, fired_up_to FROM schedule_fires ORDER BY bot_id, trigger_id`)
+	if err != nil {
+		return nil, r.s.fail(err, "schedule")
+	}
+	defer rows.Close()
+	var out []store.ScheduleFire
+	for rows.Next() {
+		var f store.ScheduleFire
+		var upTo int64
+		if err := rows.Scan(&f.BotID, &f.TriggerID, &upTo); err != nil {
+			return nil, r.s.fail(err, "schedule")
+		}
+		f.FiredUpTo = time.UnixMilli(upTo)
+		out = append(out, f)
+	}
+	return out, r.s.fail(rows.Err(), "schedule")
+}
+
+func (r scheduleFires) Start(ctx context.Context, botID, triggerID string, firedUpTo time.Time) error {
+	_, err := r.s.exec(ctx, `INSERT INTO schedule_fires (bot_id, trigger_id, fired_up_to) VALUES (?, ?, ?)
+		ON CONFLICT (bot_id, trigger_id) DO NOTHING`, botID, triggerID, firedUpTo.UnixMilli())
+	return r.s.fail(err, "schedule")
+}
+
+func (r scheduleFires) Advance(ctx context.Context, botID, triggerID string, from, to time.Time) (bool, error) {
+	res, err := r.s.exec(ctx, `UPDATE schedule_fires SET fired_up_to = ? WHERE bot_id = ? AND trigger_id = ? AND fired_up_to = ?`,
+		to.UnixMilli(), botID, triggerID, from.UnixMilli())
+	if err != nil {
+		return false, r.s.fail(err, "schedule")
+	}
+	n, err := res.RowsAffected()
+	return n > 0, err
+}

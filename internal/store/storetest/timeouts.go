@@ -1,7 +1,9 @@
 package storetest
 
 import (
+	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -119,4 +121,77 @@ func testDialogTimeouts(t *testing.T, db store.DB) {
 	if len(got) != 1 || !got[0].DueAt.Equal(precise) {
 		t.Fatalf("precision: %+v", got)
 	}
+}
+
+// testScheduleFires: a trigger's fired-up-to time starts once, advances
+// only from the value read (one of racing leaders wins), rolls back with
+// its transaction, and goes with its trigger or bot.
+func testScheduleFires(t *testing.T, db store.DB) {
+	ctx := t.Context()
+	f := setup(t, db)
+	other := newBot(t, db, f.ws, nil, 1)
+	r := db.ScheduleFires()
+	list := func() []string {
+		t.Helper()
+		all, err := r.List(ctx)
+		ok(t, err)
+		out := []string{}
+		for _, x := range all {
+			out = append(out, fmt.Sprintf("%s/%s@%d", x.BotID, x.TriggerID, x.FiredUpTo.Sub(base).Milliseconds()))
+		}
+		slices.Sort(out)
+		return out
+	}
+	sorted := func(s ...string) []string { slices.Sort(s); return s }
+	advance := func(botID, trigger string, from, to int) bool {
+		t.Helper()
+		got, err := r.Advance(ctx, botID, trigger, at(from), at(to))
+		ok(t, err)
+		return got
+	}
+	eq(t, "none", list(), []string{})
+	ok(t, r.Start(ctx, f.bot.ID, "t1", at(10)))
+	ok(t, r.Start(ctx, f.bot.ID, "t1", at(20))) // already started: kept
+	ok(t, r.Start(ctx, f.bot.ID, "t2", at(5)))
+	ok(t, r.Start(ctx, other.ID, "t1", at(7)))
+	eq(t, "started once", list(), sorted(f.bot.ID+"/t1@10", f.bot.ID+"/t2@5", other.ID+"/t1@7"))
+
+	eq(t, "advance from the value read", advance(f.bot.ID, "t1", 10, 20), true)
+	eq(t, "stale advance refused", advance(f.bot.ID, "t1", 10, 20), false)
+	eq(t, "unknown trigger", advance(f.bot.ID, "t9", 0, 20), false)
+
+	// Racing leaders: exactly one advances.
+	var wins atomic.Int32
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			got, err := r.Advance(ctx, f.bot.ID, "t1", at(20), at(30))
+			if err != nil {
+				t.Error(err)
+			}
+			if got {
+				wins.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	eq(t, "one of racing advances", wins.Load(), int32(1))
+
+	// Inside a transaction that fails, the advance is rolled back.
+	boom := fmt.Errorf("boom")
+	err := db.InTx(ctx, func(tx store.Store) error {
+		got, err := tx.ScheduleFires().Advance(ctx, f.bot.ID, "t1", at(30), at(40))
+		ok(t, err)
+		eq(t, "advance in tx", got, true)
+		return boom
+	})
+	if !errors.Is(err, boom) {
+		t.Fatalf("tx error = %v, want boom", err)
+	}
+	eq(t, "rolled back", advance(f.bot.ID, "t1", 30, 40), true)
+
+	ok(t, db.Bots().Delete(ctx, f.ws.ID, other.ID))
+	eq(t, "gone with the bot", list(), sorted(f.bot.ID+"/t1@40", f.bot.ID+"/t2@5"))
 }

@@ -1,0 +1,187 @@
+package storetest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/parley-bots/parley/internal/store"
+)
+
+func testLeases(t *testing.T, db store.DB) {
+	ctx := t.Context()
+	r := db.Leases()
+	acquire := func(name, holder string, ttl time.Duration) bool {
+		t.Helper()
+		got, err := r.Acquire(ctx, name, holder, ttl)
+		ok(t, err)
+		return got
+	}
+	eq(t, "first acquire", acquire("l", "h1", time.Minute), true)
+	eq(t, "held by another", acquire("l", "h2", time.Minute), false)
+	eq(t, "renew by holder", acquire("l", "h1", time.Minute), true)
+	eq(t, "other names are free", acquire("m", "h2", time.Minute), true)
+
+	ok(t, r.Release(ctx, "l", "h2")) // not the holder: no effect
+	eq(t, "still held after wrong release", acquire("l", "h2", time.Minute), false)
+	ok(t, r.Release(ctx, "l", "h1"))
+	eq(t, "free after release", acquire("l", "h2", time.Minute), true)
+	ok(t, r.Release(ctx, "nope", "h1"))
+
+	// Long enough that a loaded machine still sees it held, short enough
+	// to wait out.
+	eq(t, "short lease", acquire("e", "h1", time.Second), true)
+	eq(t, "still held", acquire("e", "h2", time.Minute), false)
+	time.Sleep(1100 * time.Millisecond)
+	eq(t, "taken over after expiry", acquire("e", "h2", time.Minute), true)
+	eq(t, "old holder refused", acquire("e", "h1", time.Minute), false)
+
+	// Epochs and fencing: a renewal keeps the epoch, a takeover or a take
+	// after a release starts a new one; the old holder's fence fails and
+	// it cannot renew; a released lease is not renewed either.
+	take := func(name, holder string, ttl time.Duration) (store.Lease, bool) {
+		t.Helper()
+		l, got, err := r.Take(ctx, name, holder, ttl)
+		ok(t, err)
+		return l, got
+	}
+	l1, got := take("f", "h1", 300*time.Millisecond)
+	eq(t, "take free", got, true)
+	eq(t, "first epoch is not a takeover", l1.From, "")
+	l, _ := take("f", "h1", 300*time.Millisecond)
+	eq(t, "renewal keeps the epoch", l.Epoch, l1.Epoch)
+	renewed, err := r.Renew(ctx, "f", "h1", l1.Epoch, 300*time.Millisecond)
+	ok(t, err)
+	eq(t, "renew", renewed, true)
+	ok(t, r.Check(ctx, store.Fence{Name: "f", Holder: "h1", Epoch: l1.Epoch}))
+	l, got = take("f", "h2", time.Minute)
+	eq(t, "held", got, false)
+	eq(t, "refusal names the holder", l.Holder, "h1")
+	time.Sleep(400 * time.Millisecond)
+	l2, got := take("f", "h2", time.Minute)
+	eq(t, "takeover", got, true)
+	eq(t, "takeover epoch", l2.Epoch, l1.Epoch+1)
+	eq(t, "taken from", l2.From, "h1")
+	if err := r.Check(ctx, store.Fence{Name: "f", Holder: "h1", Epoch: l1.Epoch}); !errors.Is(err, store.ErrFenced) {
+		t.Fatalf("stale fence: %v, want ErrFenced", err)
+	}
+	renewed, err = r.Renew(ctx, "f", "h1", l1.Epoch, time.Minute)
+	ok(t, err)
+	eq(t, "stale renew", renewed, false)
+	ok(t, r.Check(ctx, store.Fence{Name: "f", Holder: "h2", Epoch: l2.Epoch}))
+	ok(t, r.Release(ctx, "f", "h2"))
+	renewed, err = r.Renew(ctx, "f", "h2", l2.Epoch, time.Minute)
+	ok(t, err)
+	eq(t, "released lease not renewed", renewed, false)
+	l3, got := take("f", "h1", time.Minute)
+	eq(t, "free after release", got, true)
+	eq(t, "new epoch after release", l3.Epoch, l2.Epoch+1)
+	eq(t, "a release is no takeover", l3.From, "")
+	if err := r.Check(ctx, store.Fence{Name: "f", Holder: "h1", Epoch: l1.Epoch}); !errors.Is(err, store.ErrFenced) {
+		t.Fatalf("fence of an old epoch of the same holder: %v, want ErrFenced", err)
+	}
+
+	// A fenced write commits nothing: its Apply (taking lease "g") is
+	// rolled back with the failed check.
+	stale := &store.Fence{Name: "f", Holder: "h2", Epoch: l2.Epoch}
+	err = store.DirectCommitter{DB: db}.Commit(ctx, &store.Write{Fence: stale, Apply: func(ctx context.Context, tx store.Store) error {
+		_, err := tx.Leases().Acquire(ctx, "g", "hx", time.Minute)
+		return err
+	}})
+	if !errors.Is(err, store.ErrFenced) {
+		t.Fatalf("stale fenced write: %v, want ErrFenced", err)
+	}
+	eq(t, "fenced write rolled back", acquire("g", "hy", time.Minute), true)
+	ok(t, store.DirectCommitter{DB: db}.Commit(ctx, &store.Write{Fence: &store.Fence{Name: "f", Holder: "h1", Epoch: l3.Epoch}}))
+
+	// Concurrent contenders: exactly one wins.
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	wins := 0
+	for i := range 10 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			got, err := r.Acquire(ctx, "race", fmt.Sprint("h", i), time.Minute)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			if got {
+				mu.Lock()
+				wins++
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	eq(t, "one winner", wins, 1)
+}
+
+// testLeasePrune: Prune deletes only released or long-expired leases of
+// its prefix, at most limit of them, and a lease taken again after its
+// row went starts above every epoch it had.
+func testLeasePrune(t *testing.T, db store.DB) {
+	ctx := t.Context()
+	r := db.Leases()
+	take := func(name, holder string, ttl time.Duration) store.Lease {
+		t.Helper()
+		l, got, err := r.Take(ctx, name, holder, ttl)
+		ok(t, err)
+		eq(t, "take "+name, got, true)
+		return l
+	}
+	old := take("p:released", "h1", time.Minute)
+	ok(t, r.Release(ctx, "p:released", "h1"))
+	take("p:expired", "h1", 50*time.Millisecond)
+	take("p:live", "h1", time.Minute)
+	take("q:released", "h1", time.Minute)
+	ok(t, r.Release(ctx, "q:released", "h1"))
+	for i := range 3 {
+		take(fmt.Sprint("p:many", i), "h1", time.Minute)
+		ok(t, r.Release(ctx, fmt.Sprint("p:many", i), "h1"))
+	}
+	time.Sleep(100 * time.Millisecond)
+
+	// Released and expired leases of the prefix go, the live one and
+	// other prefixes stay; limit bounds one call.
+	n, err := r.Prune(ctx, "p:", time.Now(), 2)
+	ok(t, err)
+	eq(t, "bounded by limit", n, 2)
+	n, err = r.Prune(ctx, "p:", time.Now(), 100)
+	ok(t, err)
+	eq(t, "the rest", n, 3)
+	n, err = r.Prune(ctx, "p:", time.Now(), 100)
+	ok(t, err)
+	eq(t, "nothing left to prune", n, 0)
+	_, got, err := r.Take(ctx, "p:live", "h2", time.Minute)
+	ok(t, err)
+	eq(t, "live lease kept", got, false)
+	_, got, err = r.Take(ctx, "q:released", "h2", time.Minute)
+	ok(t, err)
+	eq(t, "other prefix: row kept, taken at a new epoch", got, true)
+
+	// Recently released (before > release time) is not pruned.
+	take("p:recent", "h1", time.Minute)
+	ok(t, r.Release(ctx, "p:recent", "h1"))
+	n, err = r.Prune(ctx, "p:", time.Now().Add(-time.Hour), 100)
+	ok(t, err)
+	eq(t, "an epoch newer than before is kept", n, 0)
+
+	// The pruned lease's old fence fails, and taken again (by the same
+	// holder) it starts above its old epoch.
+	if err := r.Check(ctx, store.Fence{Name: "p:released", Holder: "h1", Epoch: old.Epoch}); !errors.Is(err, store.ErrFenced) {
+		t.Fatalf("fence of a pruned lease: %v, want ErrFenced", err)
+	}
+	again := take("p:released", "h1", time.Minute)
+	if again.Epoch <= old.Epoch {
+		t.Fatalf("epoch after prune %d, want above %d", again.Epoch, old.Epoch)
+	}
+	if err := r.Check(ctx, store.Fence{Name: "p:released", Holder: "h1", Epoch: old.Epoch}); !errors.Is(err, store.ErrFenced) {
+		t.Fatalf("old fence after the lease came back: %v, want ErrFenced", err)
+	}
+	ok(t, r.Check(ctx, store.Fence{Name: "p:released", Holder: "h1", Epoch: again.Epoch}))
+}
