@@ -39,6 +39,15 @@ type Config struct {
 	RatePerUser      float64       // Chat and Webchat API requests per second per user; < 0 = no limit
 	RatePerBot       float64       // Chat and Webchat API requests per second per bot; < 0 = no limit
 	DBMaxConnections int           // database pool size
+	// MaxTurnDelay is how long the conversation first in line may wait for
+	// a turn worker before users' messages are refused with 429 and
+	// Retry-After (turns.Door); zero takes turns.DefaultMaxDelay, negative
+	// never refuses.
+	MaxTurnDelay time.Duration
+	// Sync is SQLite's durability: "normal" (default: a commit survives a
+	// crash of the process, the last ones may be lost on power loss) or
+	// "full" (every commit is fsynced before it is answered).
+	Sync string
 	// LeaseTTL is the TTL of the leases that keep a conversation (and the
 	// scheduler) on one node of several sharing PostgreSQL; zero takes
 	// turns.DefaultLeaseTTL. A dead or stalled node is taken over about
@@ -131,6 +140,24 @@ func LoadConfig(args []string, getenv func(string) string, stderr io.Writer) (Co
 	})
 	if v := getenv("PARLEY_LEASE_TTL"); v != "" {
 		envErrs = append(envErrs, fs.Set("lease-ttl", v))
+	}
+	fs.Func("max-turn-delay", "how long turns may wait for a worker before users' new messages are refused with 429 and Retry-After; -1ns: never refuse (PARLEY_MAX_TURN_DELAY, default 200ms)", func(v string) error {
+		d, err := time.ParseDuration(v)
+		c.MaxTurnDelay = d
+		return err
+	})
+	if v := getenv("PARLEY_MAX_TURN_DELAY"); v != "" {
+		envErrs = append(envErrs, fs.Set("max-turn-delay", v))
+	}
+	fs.Func("sync", "SQLite durability: normal (a commit survives a crash of the process) or full (every commit is fsynced: survives power loss) (PARLEY_SYNC, default normal)", func(v string) error {
+		if v != "normal" && v != "full" {
+			return errors.New("must be normal or full")
+		}
+		c.Sync = v
+		return nil
+	})
+	if v := getenv("PARLEY_SYNC"); v != "" {
+		envErrs = append(envErrs, fs.Set("sync", v))
 	}
 	intVar(&c.MaxConnections, "max-connections", "PARLEY_MAX_CONNECTIONS", DefaultMaxConnections, "concurrent client connections; more wait to be accepted")
 	intVar(&c.StreamsPerUser, "max-streams-per-user", "PARLEY_MAX_STREAMS_PER_USER", realtime.DefaultMaxStreamsPerUser, "open SSE streams per chat user")

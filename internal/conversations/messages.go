@@ -91,6 +91,11 @@ func (s *Chat) createIncomingMessage(ctx context.Context, c *Caller, in Incoming
 	if err := s.requireParticipant(ctx, c, convID); err != nil {
 		return nil, err
 	}
+	if s.door != nil {
+		if err := s.door.Admit(); err != nil {
+			return nil, err
+		}
+	}
 	m := &model.Message{BotID: c.BotID, ID: model.NewID(), ConversationID: convID, UserID: c.UserID,
 		Payload: in.Payload, Metadata: in.Metadata, Direction: model.DirectionIncoming, CreatedAt: model.Now()}
 	turn := &model.Turn{BotID: c.BotID, ConversationID: convID, Kind: model.TurnMessage, RefID: m.ID,

@@ -16,9 +16,15 @@ import (
 type Queue struct {
 	mu     sync.Mutex
 	cond   *sync.Cond
-	queue  []model.ConversationRef
+	queue  []queued
 	state  map[model.ConversationRef]*convState
 	closed bool
+}
+
+// queued is a conversation waiting for a worker, since when.
+type queued struct {
+	ref   model.ConversationRef
+	since time.Time
 }
 
 type convState struct {
@@ -63,7 +69,7 @@ func (q *Queue) notifyRetry(ref model.ConversationRef, retries int) {
 		return
 	}
 	q.state[ref] = &convState{retries: retries}
-	q.queue = append(q.queue, ref)
+	q.queue = append(q.queue, queued{ref, time.Now()})
 	q.cond.Signal()
 }
 
@@ -78,8 +84,8 @@ func (q *Queue) next() (ref model.ConversationRef, ok bool) {
 	if q.closed {
 		return ref, false
 	}
-	ref = q.queue[0]
-	q.queue[0] = model.ConversationRef{}
+	ref = q.queue[0].ref
+	q.queue[0] = queued{}
 	q.queue = q.queue[1:]
 	q.state[ref].dirty = false
 	return ref, true
@@ -106,7 +112,7 @@ func (q *Queue) done(ref model.ConversationRef, busy bool) {
 		time.AfterFunc(250*time.Millisecond, func() { q.notifyRetry(ref, retries) })
 	case st.dirty:
 		st.dirty = false
-		q.queue = append(q.queue, ref) // to the back: fairness
+		q.queue = append(q.queue, queued{ref, time.Now()}) // to the back: fairness
 		q.cond.Signal()
 	default:
 		delete(q.state, ref)
@@ -139,4 +145,50 @@ func (q *Queue) Len() int {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	return len(q.queue)
+}
+
+// Delay is how long the conversation first in line has waited for a
+// worker: zero when the workers keep up.
+func (q *Queue) Delay() time.Duration {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if len(q.queue) == 0 {
+		return 0
+	}
+	return time.Since(q.queue[0].since)
+}
+
+// DefaultMaxDelay is the queue delay above which Door refuses new turns.
+const DefaultMaxDelay = 200 * time.Millisecond
+
+// Door is the turn queue seen from where users' messages come in: it
+// refuses new turns while the bots are behind, so that overload is shed
+// at the door (429 with Retry-After) instead of growing a backlog.
+type Door struct {
+	q        *Queue
+	maxDelay time.Duration
+}
+
+// Door returns the queue's door: a new turn is refused while the
+// conversation first in line has waited more than maxDelay for a worker
+// (zero takes DefaultMaxDelay; negative never refuses).
+func (q *Queue) Door(maxDelay time.Duration) Door {
+	if maxDelay == 0 {
+		maxDelay = DefaultMaxDelay
+	}
+	return Door{q, maxDelay}
+}
+
+// Admit returns nil when a new turn may be queued, else a RateLimited
+// error that asks to retry after a second.
+func (d Door) Admit() error {
+	if d.maxDelay < 0 {
+		return nil
+	}
+	if wait := d.q.Delay(); wait > d.maxDelay {
+		return &model.Error{Type: model.ErrRateLimited,
+			Message:  "the bot is busy: too many messages are waiting for it; retry later",
+			Metadata: map[string]any{"retryAfter": 1}}
+	}
+	return nil
 }
