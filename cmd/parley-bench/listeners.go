@@ -14,8 +14,8 @@ import (
 type listenResult struct {
 	before, after     int64 // the server's RSS, KB
 	goBefore, goAfter goMem // the Go runtime's view (/metrics)
-	fanout        []time.Duration
-	missing       int
+	fanout            []time.Duration
+	missing           int
 }
 
 // idleListeners opens n SSE streams on one conversation, reads the

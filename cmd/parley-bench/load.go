@@ -222,6 +222,16 @@ type closedResult struct {
 	elapsed          time.Duration
 	lat              []time.Duration
 	drain            time.Duration // after the load stopped, until every reply arrived (-1: not within the limit)
+	cpu              time.Duration // the server's CPU time over the run and the drain
+}
+
+// cpuPerMsg is the server's CPU time per accepted message, in µs: less
+// sensitive to other tenants of the machine than the rates.
+func (r closedResult) cpuPerMsg() float64 {
+	if r.ok == 0 {
+		return 0
+	}
+	return float64(r.cpu.Microseconds()) / float64(r.ok)
 }
 
 func (r closedResult) rate() float64 { return float64(r.ok) / r.elapsed.Seconds() }
@@ -229,7 +239,7 @@ func (r closedResult) rate() float64 { return float64(r.ok) / r.elapsed.Seconds(
 // closedLoop runs conns clients for d against base, one conversation
 // each; with rep set it then waits for the bot's replies to every
 // accepted message.
-func closedLoop(base string, convs []conv, d time.Duration, rep *replies, prefix string) closedResult {
+func closedLoop(t *target, base string, convs []conv, d time.Duration, rep *replies, prefix string) closedResult {
 	var (
 		mu  sync.Mutex
 		res closedResult
@@ -239,6 +249,7 @@ func closedLoop(base string, convs []conv, d time.Duration, rep *replies, prefix
 	if rep != nil {
 		before = rep.count.Load()
 	}
+	cpu0 := cpuTime(t.pid())
 	start := time.Now()
 	deadline := start.Add(d)
 	for i, c := range convs {
@@ -275,6 +286,7 @@ func closedLoop(base string, convs []conv, d time.Duration, rep *replies, prefix
 			res.drain = time.Since(stopped)
 		}
 	}
+	res.cpu = cpuTime(t.pid()) - cpu0
 	return res
 }
 

@@ -76,12 +76,17 @@ func parse(args []string) (options, error) {
 	engines := fs.String("engines", "sqlite", "comma-separated engines: sqlite, postgres")
 	fs.StringVar(&o.pgURL, "database-url", "postgres://127.0.0.1:5432/test?sslmode=disable", "PostgreSQL database to create the benchmark's databases from")
 	self := fs.String("label", "parley", "name of this build's Parley in the tables; empty leaves it out")
-	fs.Func("bin", "label=path of another parley executable to run side by side (repeatable)", func(v string) error {
-		label, path, ok := strings.Cut(v, "=")
-		if !ok || label == "" || path == "" {
-			return fmt.Errorf("-bin wants label=path")
+	fs.Func("bin", "label=path[,NAME=value...]: another parley executable to run side by side, with environment variables of its own; path \"self\" is this build (repeatable)", func(v string) error {
+		label, rest, ok := strings.Cut(v, "=")
+		parts := strings.Split(rest, ",")
+		if !ok || label == "" || parts[0] == "" {
+			return fmt.Errorf("-bin wants label=path[,NAME=value...]")
 		}
-		o.bins = append(o.bins, parleySpec{label: label, bin: path})
+		s := parleySpec{label: label, bin: parts[0], env: parts[1:]}
+		if s.bin == "self" {
+			s.bin = ""
+		}
+		o.bins = append(o.bins, s)
 		return nil
 	})
 	fs.Func("env", "NAME=value given to every Parley (repeatable), e.g. PARLEY_SYNC=full", func(v string) error {
@@ -186,10 +191,10 @@ func runEngine(o options, engine, dir string) (map[string]float64, error) {
 	}()
 	for _, b := range o.bins {
 		prof := "-"
-		if b.bin == "" && o.cpuprofile != "" {
+		if b.bin == "" && o.cpuprofile != "" && b.label == o.bins[0].label {
 			prof = o.cpuprofile + "." + engine
 		}
-		t, err := startParley(b, engine, o.pgURL, dir, o.env, prof)
+		t, err := startParley(b, engine, o.pgURL, dir, append(slices.Clone(o.env), b.env...), prof)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", b.label, err)
 		}
@@ -233,9 +238,9 @@ func runEngine(o options, engine, dir string) (map[string]float64, error) {
 	fmt.Printf("\n## Goal 1: createMessage, %d clients, closed loop, JavaScript echo bot answering\n\n", o.conns)
 	results := map[string][]closedResult{}
 	for round := range o.rounds {
-		results["bare"] = append(results["bare"], closedLoop(bare.url, bareConvs, o.duration, nil, "b"))
+		results["bare"] = append(results["bare"], closedLoop(bare, bare.url, bareConvs, o.duration, nil, "b"))
 		for _, p := range ps {
-			results[p.name] = append(results[p.name], closedLoop(p.chat.base, p.loop, o.duration, p.loopR, fmt.Sprintf("c%d-", round)))
+			results[p.name] = append(results[p.name], closedLoop(p.target, p.chat.base, p.loop, o.duration, p.loopR, fmt.Sprintf("c%d-", round)))
 			time.Sleep(500 * time.Millisecond) // idle between runs
 		}
 	}
@@ -254,8 +259,8 @@ func runEngine(o options, engine, dir string) (map[string]float64, error) {
 		return float64(r.ok) / (r.elapsed + r.drain).Seconds()
 	}
 	bareRate := median(results["bare"], closedResult.rate)
-	fmt.Println("| target | 2xx/s | sustained/s (replies included) | × bare | drain after load | p50 | p99 | 429 | errors |")
-	fmt.Println("|---|---|---|---|---|---|---|---|---|")
+	fmt.Println("| target | 2xx/s | sustained/s (replies included) | × bare | server CPU µs/msg | drain after load | p50 | p99 | 429 | errors | sustained/s per round |")
+	fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|")
 	sustained := map[string]float64{}
 	for _, name := range append([]string{"bare"}, labels(ps)...) {
 		rs := results[name]
@@ -268,11 +273,17 @@ func runEngine(o options, engine, dir string) (map[string]float64, error) {
 		} else {
 			sus = rate
 		}
-		fmt.Printf("| %s | %.0f | %.0f | %.3f× | %s | %s | %s | %d | %d |\n", name, rate, sus, sus/bareRate, drain,
-			ms(pct(mid.lat, 0, 0.5)), ms(pct(mid.lat, 0, 0.99)), mid.shed, mid.failed)
+		var each []string
+		for _, r := range rs {
+			each = append(each, fmt.Sprintf("%.0f", sustainedOf(r)))
+		}
+		fmt.Printf("| %s | %.0f | %.0f | %.3f× | %.0f | %s | %s | %s | %d | %d | %s |\n", name, rate, sus, sus/bareRate,
+			median(rs, closedResult.cpuPerMsg), drain, ms(pct(mid.lat, 0, 0.5)), ms(pct(mid.lat, 0, 0.99)), mid.shed, mid.failed,
+			strings.Join(each, " "))
 	}
 	for _, p := range ps[1:] {
-		fmt.Printf("\n%s / %s sustained: %.2f×", ps[0].name, p.name, sustained[ps[0].name]/sustained[p.name])
+		fmt.Printf("\n%s / %s: sustained %.2f×, CPU per message %.2f×", ps[0].name, p.name, sustained[ps[0].name]/sustained[p.name],
+			median(results[ps[0].name], closedResult.cpuPerMsg)/median(results[p.name], closedResult.cpuPerMsg))
 	}
 	fmt.Println()
 

@@ -86,9 +86,11 @@ func startBare() (*target, error) {
 
 // parleySpec says which Parley to start: bin "" is this program's own
 // copy of the server (`parley-bench child parley`), else a `parley`
-// executable (an older build, side by side).
+// executable (an older build, side by side); env is added to its
+// environment.
 type parleySpec struct {
 	label, bin string
+	env        []string
 }
 
 // startParley starts a Parley server on engine ("sqlite" or "postgres",
@@ -205,7 +207,7 @@ func serveBare(ctx context.Context, addr string) error {
 		w.WriteHeader(http.StatusCreated)
 		_ = json.NewEncoder(w).Encode(map[string]any{"message": map[string]any{
 			"id": randomHex(8), "conversationId": in.ConversationID, "payload": in.Payload,
-			"userId": r.Header.Get("x-user-key")[:min(8, len(r.Header.Get("x-user-key")))],
+			"userId":    r.Header.Get("x-user-key")[:min(8, len(r.Header.Get("x-user-key")))],
 			"createdAt": time.Now().UTC().Format(time.RFC3339Nano), "metadata": map[string]any{}}})
 	})
 	srv := &http.Server{Addr: addr, Handler: h, ReadHeaderTimeout: 10 * time.Second}
@@ -260,4 +262,21 @@ func rssKB(pid int) int64 {
 		}
 	}
 	return -1
+}
+
+// cpuTime is the CPU time (user + system) a process has used, from /proc
+// (Linux; clock ticks of 10 ms).
+func cpuTime(pid int) time.Duration {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0
+	}
+	// The fields after the command name (in parentheses, may hold spaces).
+	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+	if len(f) < 13 {
+		return 0
+	}
+	utime, _ := strconv.ParseInt(f[11], 10, 64)
+	stime, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(utime+stime) * 10 * time.Millisecond
 }
