@@ -266,7 +266,7 @@ func closedLoop(t *target, base string, convs []conv, d time.Duration, rep *repl
 					lat = append(lat, time.Since(t0))
 				case st == http.StatusTooManyRequests:
 					shed++
-					time.Sleep(10 * time.Millisecond)
+					time.Sleep(time.Second) // Parley's Retry-After
 				default:
 					failed++
 				}

@@ -175,8 +175,9 @@ func (a *App) start(ctx context.Context, o options) error {
 	// runtime; its deletions reach the Chat API's caches and streams).
 	// callAction of a bot's own action calls the SDK bot.
 	// Users' messages are refused at the door (429) while turns wait for
-	// a worker longer than MaxTurnDelay.
-	a.chat = conversations.NewChat(a.db, commit, hub, queue.Door(a.cfg.MaxTurnDelay))
+	// a worker longer than MaxTurnDelay, or while MaxMessagesInFlight are
+	// being stored.
+	a.chat = conversations.NewChat(a.db, commit, hub, queue.Door(a.cfg.MaxTurnDelay, a.cfg.MaxMessagesInFlight))
 	var actions runtimeapi.ActionCaller = sdkBots
 	if o.actions != nil {
 		actions = o.actions

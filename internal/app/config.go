@@ -44,6 +44,10 @@ type Config struct {
 	// Retry-After (turns.Door); zero takes turns.DefaultMaxDelay, negative
 	// never refuses.
 	MaxTurnDelay time.Duration
+	// MaxMessagesInFlight bounds the users' messages being stored at once
+	// (above it 429, turns.Door); zero takes turns.DefaultMaxInFlight,
+	// negative has no bound.
+	MaxMessagesInFlight int
 	// Sync is SQLite's durability: "normal" (default: a commit survives a
 	// crash of the process, the last ones may be lost on power loss) or
 	// "full" (every commit is fsynced before it is answered).
@@ -159,6 +163,7 @@ func LoadConfig(args []string, getenv func(string) string, stderr io.Writer) (Co
 	if v := getenv("PARLEY_SYNC"); v != "" {
 		envErrs = append(envErrs, fs.Set("sync", v))
 	}
+	intVar(&c.MaxMessagesInFlight, "max-messages-in-flight", "PARLEY_MAX_MESSAGES_IN_FLIGHT", 256, "users' messages (Chat and Webchat createMessage) being stored at once; more get 429 and Retry-After; -1: no bound")
 	intVar(&c.MaxConnections, "max-connections", "PARLEY_MAX_CONNECTIONS", DefaultMaxConnections, "concurrent client connections; more wait to be accepted")
 	intVar(&c.StreamsPerUser, "max-streams-per-user", "PARLEY_MAX_STREAMS_PER_USER", realtime.DefaultMaxStreamsPerUser, "open SSE streams per chat user")
 	intVar(&c.StreamsPerConv, "max-streams-per-conversation", "PARLEY_MAX_STREAMS_PER_CONVERSATION", realtime.DefaultMaxStreamsPerConversation, "open SSE streams per conversation")

@@ -28,11 +28,12 @@ type Chat struct {
 	cache   caches // read caches of the hot path (cache.go)
 }
 
-// Door admits users' messages that give the bot a turn (the turn queue's
-// turns.Door): an error (RateLimited, with Metadata "retryAfter") refuses
-// the message before anything is stored. Nil admits everything.
+// Door admits users' messages that give the bot a turn (turns.Door):
+// release is called once the message is stored or failed; an error
+// (RateLimited, with Metadata "retryAfter") refuses the message before
+// anything is stored. Nil admits everything.
 type Door interface {
-	Admit() error
+	Admit() (release func(), err error)
 }
 
 // StreamCloser ends live streams (the realtime hub): those of a deleted

@@ -92,9 +92,11 @@ func (s *Chat) createIncomingMessage(ctx context.Context, c *Caller, in Incoming
 		return nil, err
 	}
 	if s.door != nil {
-		if err := s.door.Admit(); err != nil {
+		release, err := s.door.Admit()
+		if err != nil {
 			return nil, err
 		}
+		defer release()
 	}
 	m := &model.Message{BotID: c.BotID, ID: model.NewID(), ConversationID: convID, UserID: c.UserID,
 		Payload: in.Payload, Metadata: in.Metadata, Direction: model.DirectionIncoming, CreatedAt: model.Now()}

@@ -2,6 +2,7 @@ package turns
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/parley-bots/parley/internal/model"
@@ -158,37 +159,52 @@ func (q *Queue) Delay() time.Duration {
 	return time.Since(q.queue[0].since)
 }
 
-// DefaultMaxDelay is the queue delay above which Door refuses new turns.
-const DefaultMaxDelay = 200 * time.Millisecond
+// Defaults of the door's bounds.
+const (
+	DefaultMaxDelay    = 200 * time.Millisecond
+	DefaultMaxInFlight = 256
+)
 
 // Door is the turn queue seen from where users' messages come in: it
-// refuses new turns while the bots are behind, so that overload is shed
-// at the door (429 with Retry-After) instead of growing a backlog.
+// refuses new turns while the bots are behind, or while too many
+// messages are already being stored, so that overload is shed at the
+// door (429 with Retry-After) instead of growing a backlog of turns or of
+// requests waiting for the database.
 type Door struct {
-	q        *Queue
-	maxDelay time.Duration
+	q           *Queue
+	maxDelay    time.Duration
+	maxInFlight int64
+	inFlight    atomic.Int64
 }
 
 // Door returns the queue's door: a new turn is refused while the
-// conversation first in line has waited more than maxDelay for a worker
-// (zero takes DefaultMaxDelay; negative never refuses).
-func (q *Queue) Door(maxDelay time.Duration) Door {
+// conversation first in line has waited more than maxDelay for a worker,
+// or while maxInFlight admitted messages are not stored yet (zero takes
+// the defaults; negative never refuses for that reason).
+func (q *Queue) Door(maxDelay time.Duration, maxInFlight int) *Door {
 	if maxDelay == 0 {
 		maxDelay = DefaultMaxDelay
 	}
-	return Door{q, maxDelay}
+	if maxInFlight == 0 {
+		maxInFlight = DefaultMaxInFlight
+	}
+	return &Door{q: q, maxDelay: maxDelay, maxInFlight: int64(maxInFlight)}
 }
 
-// Admit returns nil when a new turn may be queued, else a RateLimited
-// error that asks to retry after a second.
-func (d Door) Admit() error {
-	if d.maxDelay < 0 {
-		return nil
+// Admit admits one message, to be released once it is stored (or failed),
+// or returns a RateLimited error that asks to retry after a second.
+func (d *Door) Admit() (release func(), err error) {
+	if d.maxDelay >= 0 && d.q.Delay() > d.maxDelay {
+		return nil, busy("too many messages are waiting for the bot")
 	}
-	if wait := d.q.Delay(); wait > d.maxDelay {
-		return &model.Error{Type: model.ErrRateLimited,
-			Message:  "the bot is busy: too many messages are waiting for it; retry later",
-			Metadata: map[string]any{"retryAfter": 1}}
+	if n := d.inFlight.Add(1); d.maxInFlight > 0 && n > d.maxInFlight {
+		d.inFlight.Add(-1)
+		return nil, busy("too many messages are being stored")
 	}
-	return nil
+	return func() { d.inFlight.Add(-1) }, nil
+}
+
+func busy(why string) error {
+	return &model.Error{Type: model.ErrRateLimited, Message: "the server is busy: " + why + "; retry later",
+		Metadata: map[string]any{"retryAfter": 1}}
 }

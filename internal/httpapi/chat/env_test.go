@@ -76,7 +76,7 @@ func newEnv(t *testing.T, db store.DB, o envOpts) *env {
 	}
 	var door conversations.Door
 	if o.maxTurnDelay != 0 {
-		door = queue.Door(o.maxTurnDelay)
+		door = queue.Door(o.maxTurnDelay, 0)
 	}
 	chatUC := conversations.NewChat(db, commit, hub, door)
 	d := turns.NewDispatcher(db, commit, queue, testbots.Resolver(bot), log, turns.DispatcherOptions{Leases: o.leases, Sweep: time.Second, Workers: o.workers})
