@@ -4,6 +4,7 @@
 // goals:
 //
 //	go run ./cmd/parley-bench [-engines sqlite,postgres] [-bin old=/path/to/parley]
+//	    [-bin full=self,PARLEY_SYNC=full] [-env NAME=value] [-rounds 3] [-cpuprofile FILE]
 //
 // Every server is a child process on 127.0.0.1: the bare handler and this
 // build's Parley are this program again (`parley-bench child ...`), so a
@@ -20,7 +21,8 @@
 //     as slowest).
 //  3. Overload: twice the sustainable rate measured in 1; shed requests
 //     (429), p99 of the accepted ones, and how long the backlog takes to
-//     clear once the load stops.
+//     clear once the load stops. Closed-loop clients wait Retry-After (1 s)
+//     after a 429; open-loop senders do not retry.
 //  4. Idle SSE listeners: the server's resident memory per listener
 //     (-listeners streams on one conversation), and one message fanned out
 //     to all of them.
