@@ -66,7 +66,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
 	}
-	if err := run(o); err != nil {
+	if _, err := run(o); err != nil {
 		fmt.Fprintln(os.Stderr, "parley-bench:", err)
 		os.Exit(1)
 	}
@@ -138,10 +138,12 @@ func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
 	return fs.Args(), nil
 }
 
-func run(o options) error {
+// run measures every engine and returns the sustained rates (messages/s
+// with their replies) by engine and target.
+func run(o options) (map[string]map[string]float64, error) {
 	dir, err := os.MkdirTemp("", "parley-bench-")
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer os.RemoveAll(dir)
 	fmt.Printf("parley-bench: %s, GOMAXPROCS %d, load average %s\n", time.Now().UTC().Format(time.RFC3339), runtime.GOMAXPROCS(0), loadavg())
@@ -151,7 +153,7 @@ func run(o options) error {
 	for _, engine := range o.engines {
 		s, err := runEngine(o, engine, dir)
 		if err != nil {
-			return fmt.Errorf("%s: %w", engine, err)
+			return nil, fmt.Errorf("%s: %w", engine, err)
 		}
 		sustained[engine] = s
 	}
@@ -163,7 +165,7 @@ func run(o options) error {
 		}
 	}
 	fmt.Printf("\nload average at the end: %s\n", loadavg())
-	return nil
+	return sustained, nil
 }
 
 // parleyTarget is a started Parley with its echo bot and conversations.
