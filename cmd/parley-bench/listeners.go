@@ -86,6 +86,7 @@ func idleListeners(p *parleyTarget, n int) (listenResult, error) {
 // goMem is what a server's /metrics says of its Go memory.
 type goMem struct {
 	heapStack  int64 // heap in use + goroutine stacks, bytes
+	stacks     int64 // goroutine stacks, bytes
 	goroutines int64
 }
 
@@ -104,8 +105,11 @@ func readGoMem(base string) goMem {
 		}
 		f, _ := strconv.ParseFloat(val, 64)
 		switch name {
-		case "go_memstats_heap_inuse_bytes", "go_memstats_stack_inuse_bytes":
+		case "go_memstats_heap_inuse_bytes":
 			m.heapStack += int64(f)
+		case "go_memstats_stack_inuse_bytes":
+			m.heapStack += int64(f)
+			m.stacks = int64(f)
 		case "go_goroutines":
 			m.goroutines = int64(f)
 		}
