@@ -116,7 +116,8 @@ func (a *App) start(ctx context.Context, o options) error {
 	if pg {
 		a.db, err = postgres.Open(ctx, a.cfg.DatabaseURL, a.cfg.DBMaxConnections)
 	} else {
-		a.db, err = sqlite.Open(ctx, filepath.Join(a.cfg.DataDir, "parley.db"), a.cfg.DBMaxConnections)
+		a.db, err = sqlite.OpenWith(ctx, filepath.Join(a.cfg.DataDir, "parley.db"),
+			sqlite.Options{MaxConns: a.cfg.DBMaxConnections, SyncFull: a.cfg.Sync == "full"})
 	}
 	if err != nil {
 		return fmt.Errorf("open store: %w", err)
@@ -175,7 +176,10 @@ func (a *App) start(ctx context.Context, o options) error {
 	// integrations over HTTP, and the sandbox's client through the turns
 	// runtime; its deletions reach the Chat API's caches and streams).
 	// callAction of a bot's own action calls the SDK bot.
-	a.chat = conversations.NewChat(a.db, commit, hub)
+	// Users' messages are refused at the door (429) while turns wait for
+	// a worker longer than MaxTurnDelay, or while MaxMessagesInFlight are
+	// being stored.
+	a.chat = conversations.NewChat(a.db, commit, hub, queue.Door(a.cfg.MaxTurnDelay, a.cfg.MaxMessagesInFlight))
 	var actions runtimeapi.ActionCaller = sdkBots
 	if o.actions != nil {
 		actions = o.actions

@@ -42,6 +42,19 @@ type Config struct {
 	RatePerUser      float64       // Chat and Webchat API requests per second per user; < 0 = no limit
 	RatePerBot       float64       // Chat and Webchat API requests per second per bot; < 0 = no limit
 	DBMaxConnections int           // database pool size
+	// MaxTurnDelay is how long the conversation first in line may wait for
+	// a turn worker before users' messages are refused with 429 and
+	// Retry-After (turns.Door); zero takes turns.DefaultMaxDelay, negative
+	// never refuses.
+	MaxTurnDelay time.Duration
+	// MaxMessagesInFlight bounds the users' messages being stored at once
+	// (above it 429, turns.Door); zero takes turns.DefaultMaxInFlight,
+	// negative has no bound.
+	MaxMessagesInFlight int
+	// Sync is SQLite's durability: "normal" (default: a commit survives a
+	// crash of the process, the last ones may be lost on power loss) or
+	// "full" (every commit is fsynced before it is answered).
+	Sync string
 	// LeaseTTL is the TTL of the leases that keep a conversation (and the
 	// scheduler) on one node of several sharing PostgreSQL; zero takes
 	// turns.DefaultLeaseTTL. A dead or stalled node is taken over about
@@ -161,6 +174,25 @@ func LoadConfig(args []string, getenv func(string) string, stderr io.Writer) (Co
 	fs.StringVar(&c.EmbeddingsModel, "embeddings-model", env("PARLEY_EMBEDDINGS_MODEL", ""), "the model asked of --embeddings-url (PARLEY_EMBEDDINGS_MODEL)")
 	fs.StringVar(&c.AnswerURL, "answer-url", env("PARLEY_ANSWER_URL", ""), "an OpenAI-compatible /v1/chat/completions URL that composes knowledge-base answers; empty: the best passage answers; key: PARLEY_ANSWER_API_KEY (PARLEY_ANSWER_URL)")
 	fs.StringVar(&c.AnswerModel, "answer-model", env("PARLEY_ANSWER_MODEL", ""), "the model asked of --answer-url (PARLEY_ANSWER_MODEL)")
+	fs.Func("max-turn-delay", "how long turns may wait for a worker before users' new messages are refused with 429 and Retry-After; -1ns: never refuse (PARLEY_MAX_TURN_DELAY, default 200ms)", func(v string) error {
+		d, err := time.ParseDuration(v)
+		c.MaxTurnDelay = d
+		return err
+	})
+	if v := getenv("PARLEY_MAX_TURN_DELAY"); v != "" {
+		envErrs = append(envErrs, fs.Set("max-turn-delay", v))
+	}
+	fs.Func("sync", "SQLite durability: normal (a commit survives a crash of the process) or full (every commit is fsynced: survives power loss) (PARLEY_SYNC, default normal)", func(v string) error {
+		if v != "normal" && v != "full" {
+			return errors.New("must be normal or full")
+		}
+		c.Sync = v
+		return nil
+	})
+	if v := getenv("PARLEY_SYNC"); v != "" {
+		envErrs = append(envErrs, fs.Set("sync", v))
+	}
+	intVar(&c.MaxMessagesInFlight, "max-messages-in-flight", "PARLEY_MAX_MESSAGES_IN_FLIGHT", 256, "users' messages (Chat and Webchat createMessage) being stored at once; more get 429 and Retry-After; -1: no bound")
 	intVar(&c.MaxConnections, "max-connections", "PARLEY_MAX_CONNECTIONS", DefaultMaxConnections, "concurrent client connections; more wait to be accepted")
 	intVar(&c.StreamsPerUser, "max-streams-per-user", "PARLEY_MAX_STREAMS_PER_USER", realtime.DefaultMaxStreamsPerUser, "open SSE streams per chat user")
 	intVar(&c.StreamsPerConv, "max-streams-per-conversation", "PARLEY_MAX_STREAMS_PER_CONVERSATION", realtime.DefaultMaxStreamsPerConversation, "open SSE streams per conversation")

@@ -24,7 +24,16 @@ type Chat struct {
 	store   store.Store
 	commit  store.Committer
 	streams StreamCloser
+	door    Door
 	cache   caches // read caches of the hot path (cache.go)
+}
+
+// Door admits users' messages that give the bot a turn (turns.Door):
+// release is called once the message is stored or failed; an error
+// (RateLimited, with Metadata "retryAfter") refuses the message before
+// anything is stored. Nil admits everything.
+type Door interface {
+	Admit() (release func(), err error)
 }
 
 // StreamCloser ends live streams (the realtime hub): those of a deleted
@@ -35,9 +44,10 @@ type StreamCloser interface {
 	EndBotStreams(botID string, keep func(credential string) bool)
 }
 
-// NewChat returns the Chat API's use cases.
-func NewChat(st store.Store, commit store.Committer, streams StreamCloser) *Chat {
-	return &Chat{store: st, commit: commit, streams: streams}
+// NewChat returns the Chat API's use cases; door (may be nil) bounds the
+// turns waiting for the bots.
+func NewChat(st store.Store, commit store.Committer, streams StreamCloser, door Door) *Chat {
+	return &Chat{store: st, commit: commit, streams: streams, door: door}
 }
 
 // BotChanged forgets what the caches hold of a bot whose integrations

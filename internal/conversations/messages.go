@@ -91,6 +91,13 @@ func (s *Chat) createIncomingMessage(ctx context.Context, c *Caller, in Incoming
 	if err := s.requireParticipant(ctx, c, convID); err != nil {
 		return nil, err
 	}
+	if s.door != nil {
+		release, err := s.door.Admit()
+		if err != nil {
+			return nil, err
+		}
+		defer release()
+	}
 	m := &model.Message{BotID: c.BotID, ID: model.NewID(), ConversationID: convID, UserID: c.UserID,
 		Payload: in.Payload, Metadata: in.Metadata, Direction: model.DirectionIncoming, CreatedAt: model.Now()}
 	turn := &model.Turn{BotID: c.BotID, ConversationID: convID, Kind: model.TurnMessage, RefID: m.ID,

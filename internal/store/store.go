@@ -278,6 +278,9 @@ type States interface {
 	// Get returns nil, nil when no state is stored.
 	Get(ctx context.Context, botID, scope, ownerID string) (json.RawMessage, error)
 	Put(ctx context.Context, botID, scope, ownerID string, data json.RawMessage) error
+	// GetTurn returns, in one read, the three states a turn starts with:
+	// its user's, its conversation's and its bot's (nil when not stored).
+	GetTurn(ctx context.Context, botID, userID, conversationID string) (user, conversation, bot json.RawMessage, err error)
 }
 
 // Leases are named, expiring locks shared by every process on the same

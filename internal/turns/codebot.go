@@ -300,16 +300,9 @@ func issueCategory(code string) string {
 }
 
 func (rt *Runtime) loadStates(ctx context.Context, botID string, in *TurnInput) (runtime.States, error) {
-	st := rt.store.States()
 	var out runtime.States
 	var err error
-	if out.User, err = st.Get(ctx, botID, store.ScopeUser, in.UserID); err != nil {
-		return out, err
-	}
-	if out.Conversation, err = st.Get(ctx, botID, store.ScopeConversation, in.ConversationID); err != nil {
-		return out, err
-	}
-	out.Bot, err = st.Get(ctx, botID, store.ScopeBot, botID)
+	out.User, out.Conversation, out.Bot, err = rt.store.States().GetTurn(ctx, botID, in.UserID, in.ConversationID)
 	return out, err
 }
 

@@ -80,7 +80,7 @@ func newNode(db store.DB, bot turns.Bot, o turns.DispatcherOptions) *node {
 	queue := turns.NewQueue()
 	commit := db.NewCommitter(queue.AfterCommit(nil))
 	resolver := func(context.Context, string) (turns.Bot, error) { return bot, nil }
-	return &node{chat: conversations.NewChat(db, commit, nopStreams{}),
+	return &node{chat: conversations.NewChat(db, commit, nopStreams{}, nil),
 		dispatcher: turns.NewDispatcher(db, commit, queue, resolver, slog.Default(), o)}
 }
 

@@ -2,6 +2,7 @@ package turns
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/parley-bots/parley/internal/model"
@@ -16,9 +17,15 @@ import (
 type Queue struct {
 	mu     sync.Mutex
 	cond   *sync.Cond
-	queue  []model.ConversationRef
+	queue  []queued
 	state  map[model.ConversationRef]*convState
 	closed bool
+}
+
+// queued is a conversation waiting for a worker, since when.
+type queued struct {
+	ref   model.ConversationRef
+	since time.Time
 }
 
 type convState struct {
@@ -63,7 +70,7 @@ func (q *Queue) notifyRetry(ref model.ConversationRef, retries int) {
 		return
 	}
 	q.state[ref] = &convState{retries: retries}
-	q.queue = append(q.queue, ref)
+	q.queue = append(q.queue, queued{ref, time.Now()})
 	q.cond.Signal()
 }
 
@@ -78,8 +85,8 @@ func (q *Queue) next() (ref model.ConversationRef, ok bool) {
 	if q.closed {
 		return ref, false
 	}
-	ref = q.queue[0]
-	q.queue[0] = model.ConversationRef{}
+	ref = q.queue[0].ref
+	q.queue[0] = queued{}
 	q.queue = q.queue[1:]
 	q.state[ref].dirty = false
 	return ref, true
@@ -106,7 +113,7 @@ func (q *Queue) done(ref model.ConversationRef, busy bool) {
 		time.AfterFunc(250*time.Millisecond, func() { q.notifyRetry(ref, retries) })
 	case st.dirty:
 		st.dirty = false
-		q.queue = append(q.queue, ref) // to the back: fairness
+		q.queue = append(q.queue, queued{ref, time.Now()}) // to the back: fairness
 		q.cond.Signal()
 	default:
 		delete(q.state, ref)
@@ -139,4 +146,65 @@ func (q *Queue) Len() int {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	return len(q.queue)
+}
+
+// Delay is how long the conversation first in line has waited for a
+// worker: zero when the workers keep up.
+func (q *Queue) Delay() time.Duration {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if len(q.queue) == 0 {
+		return 0
+	}
+	return time.Since(q.queue[0].since)
+}
+
+// Defaults of the door's bounds.
+const (
+	DefaultMaxDelay    = 200 * time.Millisecond
+	DefaultMaxInFlight = 256
+)
+
+// Door is the turn queue seen from where users' messages come in: it
+// refuses new turns while the bots are behind, or while too many
+// messages are already being stored, so that overload is shed at the
+// door (429 with Retry-After) instead of growing a backlog of turns or of
+// requests waiting for the database.
+type Door struct {
+	q           *Queue
+	maxDelay    time.Duration
+	maxInFlight int64
+	inFlight    atomic.Int64
+}
+
+// Door returns the queue's door: a new turn is refused while the
+// conversation first in line has waited more than maxDelay for a worker,
+// or while maxInFlight admitted messages are not stored yet (zero takes
+// the defaults; negative never refuses for that reason).
+func (q *Queue) Door(maxDelay time.Duration, maxInFlight int) *Door {
+	if maxDelay == 0 {
+		maxDelay = DefaultMaxDelay
+	}
+	if maxInFlight == 0 {
+		maxInFlight = DefaultMaxInFlight
+	}
+	return &Door{q: q, maxDelay: maxDelay, maxInFlight: int64(maxInFlight)}
+}
+
+// Admit admits one message, to be released once it is stored (or failed),
+// or returns a RateLimited error that asks to retry after a second.
+func (d *Door) Admit() (release func(), err error) {
+	if d.maxDelay >= 0 && d.q.Delay() > d.maxDelay {
+		return nil, busy("too many messages are waiting for the bot")
+	}
+	if n := d.inFlight.Add(1); d.maxInFlight > 0 && n > d.maxInFlight {
+		d.inFlight.Add(-1)
+		return nil, busy("too many messages are being stored")
+	}
+	return func() { d.inFlight.Add(-1) }, nil
+}
+
+func busy(why string) error {
+	return &model.Error{Type: model.ErrRateLimited, Message: "the server is busy: " + why + "; retry later",
+		Metadata: map[string]any{"retryAfter": 1}}
 }

@@ -55,6 +55,10 @@ type envOpts struct {
 	leases bool
 	bot    turns.Bot // nil: EchoBot
 	noBot  bool      // create no bot (a second node shares the first's)
+	// workers and maxTurnDelay, when set, size the dispatcher and bound
+	// the turn queue at the door (turns.Door).
+	workers      int
+	maxTurnDelay time.Duration
 }
 
 func newEnv(t *testing.T, db store.DB, o envOpts) *env {
@@ -70,8 +74,12 @@ func newEnv(t *testing.T, db store.DB, o envOpts) *env {
 	if o.bot != nil {
 		bot = o.bot
 	}
-	chatUC := conversations.NewChat(db, commit, hub)
-	d := turns.NewDispatcher(db, commit, queue, testbots.Resolver(bot), log, turns.DispatcherOptions{Leases: o.leases, Sweep: time.Second})
+	var door conversations.Door
+	if o.maxTurnDelay != 0 {
+		door = queue.Door(o.maxTurnDelay, 0)
+	}
+	chatUC := conversations.NewChat(db, commit, hub, door)
+	d := turns.NewDispatcher(db, commit, queue, testbots.Resolver(bot), log, turns.DispatcherOptions{Leases: o.leases, Sweep: time.Second, Workers: o.workers})
 	d.Start(ctx)
 	mux := http.NewServeMux()
 	mux.Handle("/chat/", chat.NewHandler(chatUC, hub, nil))

@@ -30,6 +30,27 @@ var Dialect = sqlstore.Dialect{Name: "sqlite", Classify: classify, CacheStatemen
 // maxConns caps the pool (0 = DefaultMaxConns): every connection holds
 // file handles on the database, its WAL and shared memory.
 func Open(ctx context.Context, path string, maxConns ...int) (store.DB, error) {
+	var o Options
+	if len(maxConns) > 0 {
+		o.MaxConns = maxConns[0]
+	}
+	return OpenWith(ctx, path, o)
+}
+
+// Options tune OpenWith.
+type Options struct {
+	// MaxConns caps the pool (0 = DefaultMaxConns).
+	MaxConns int
+	// SyncFull fsyncs the WAL at every commit (synchronous=FULL): a
+	// commit then survives power loss. Otherwise (synchronous=NORMAL in
+	// WAL mode) a commit survives a crash of the process, and the last
+	// commits before a power loss or an OS crash may be lost; the WAL is
+	// fsynced at checkpoints.
+	SyncFull bool
+}
+
+// OpenWith is Open with Options.
+func OpenWith(ctx context.Context, path string, o Options) (store.DB, error) {
 	if path == "" || path == ":memory:" || strings.Contains(path, "?") {
 		return nil, fmt.Errorf("sqlite: need a plain file path, got %q", path)
 	}
@@ -38,6 +59,9 @@ func Open(ctx context.Context, path string, maxConns ...int) (store.DB, error) {
 	q.Set("_journal_mode", "WAL")
 	q.Set("_foreign_keys", "1")
 	q.Set("_synchronous", "NORMAL")
+	if o.SyncFull {
+		q.Set("_synchronous", "FULL")
+	}
 	q.Set("_txlock", "immediate")
 	db, err := sql.Open("sqlite", path+"?"+q.Encode())
 	if err != nil {
@@ -52,8 +76,8 @@ func Open(ctx context.Context, path string, maxConns ...int) (store.DB, error) {
 	// the cap leaves room for many of those beside the readers; the turn
 	// order and load tests run under it. Idle ones close after a minute.
 	n := DefaultMaxConns
-	if len(maxConns) > 0 && maxConns[0] > 0 {
-		n = max(maxConns[0], 4)
+	if o.MaxConns > 0 {
+		n = max(o.MaxConns, 4)
 	}
 	db.SetMaxOpenConns(n)
 	db.SetMaxIdleConns(n)

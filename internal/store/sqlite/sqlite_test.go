@@ -66,3 +66,25 @@ func TestOpenRejectsMemory(t *testing.T) {
 		t.Fatal(":memory: accepted (each pooled connection would be a separate database)")
 	}
 }
+
+// TestSyncMode checks that Options.SyncFull sets synchronous=FULL (2) on
+// the pool's connections, and that the default is NORMAL (1).
+func TestSyncMode(t *testing.T) {
+	for _, tc := range []struct {
+		full bool
+		want int
+	}{{false, 1}, {true, 2}} {
+		db, err := sqlite.OpenWith(context.Background(), testdb.SQLitePath(t), sqlite.Options{SyncFull: tc.full})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got int
+		if err := db.(*sqlite.DB).SQL().QueryRow("PRAGMA synchronous").Scan(&got); err != nil {
+			t.Fatal(err)
+		}
+		db.Close()
+		if got != tc.want {
+			t.Errorf("SyncFull %v: synchronous = %d, want %d", tc.full, got, tc.want)
+		}
+	}
+}

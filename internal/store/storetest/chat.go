@@ -542,6 +542,26 @@ func testStates(t *testing.T, db store.DB) {
 	if got != nil {
 		t.Fatalf("bot state = %s, want nil", got)
 	}
+
+	// A turn's three states in one read, each by its scope and owner.
+	u, c, b, err := r.GetTurn(ctx, f.bot.ID, "u1", "c1")
+	ok(t, err)
+	if string(u) != `{"a":2}` || c != nil || b != nil {
+		t.Fatalf("turn states = %s, %s, %s; want the user's only", u, c, b)
+	}
+	ok(t, r.Put(ctx, f.bot.ID, store.ScopeConversation, "c1", json.RawMessage(`{"c":2}`)))
+	ok(t, r.Put(ctx, f.bot.ID, store.ScopeBot, f.bot.ID, json.RawMessage(`{"b":1}`)))
+	ok(t, r.Put(ctx, f.bot.ID, store.ScopeUser, "c1", json.RawMessage(`{"wrong":"scope"}`)))
+	u, c, b, err = r.GetTurn(ctx, f.bot.ID, "u1", "c1")
+	ok(t, err)
+	eq(t, "turn user state", string(u), `{"a":2}`)
+	eq(t, "turn conversation state", string(c), `{"c":2}`)
+	eq(t, "turn bot state", string(b), `{"b":1}`)
+	u, c, b, err = r.GetTurn(ctx, other.ID, "u1", "c1")
+	ok(t, err)
+	if string(u) != `{"o":1}` || c != nil || b != nil {
+		t.Fatalf("other bot's turn states = %s, %s, %s", u, c, b)
+	}
 }
 
 func testInTx(t *testing.T, db store.DB) {

@@ -1,0 +1,392 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// echoBot is the JavaScript echo bot every Parley target runs.
+const echoBot = `bot.on.message('*', async ({ message, client }) => {
+  await client.createMessage({ conversationId: message.conversationId,
+    payload: { type: 'text', text: 'echo ' + message.payload.text } })
+})`
+
+var client = &http.Client{
+	Transport: &http.Transport{MaxIdleConns: 20000, MaxIdleConnsPerHost: 20000, MaxConnsPerHost: 0},
+	Timeout:   60 * time.Second,
+}
+
+// call sends a JSON request and decodes a JSON answer into out (when not
+// nil); a status other than 2xx is an error.
+func call(method, url string, headers map[string]string, body, out any) error {
+	var rd io.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequest(method, url, rd)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	for k, v := range headers {
+		req.Header.Set(k, v)
+	}
+	res, err := client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer res.Body.Close()
+	raw, _ := io.ReadAll(res.Body)
+	if res.StatusCode/100 != 2 {
+		return fmt.Errorf("%s %s: %d %s", method, url, res.StatusCode, raw)
+	}
+	if out != nil {
+		return json.Unmarshal(raw, out)
+	}
+	return nil
+}
+
+// chatAPI is a Parley bot's Chat API with its echo bot.
+type chatAPI struct{ base string }
+
+// conv is a conversation and the key of the user who owns it.
+type conv struct{ id, key string }
+
+// newChatBot creates the echo bot through the Admin API and returns its
+// Chat API.
+func newChatBot(t *target) (*chatAPI, error) {
+	auth := map[string]string{"Authorization": "Bearer " + t.token}
+	var ws struct {
+		Workspaces []struct{ ID string } `json:"workspaces"`
+	}
+	if err := call("GET", t.url+"/v1/admin/workspaces", auth, nil, &ws); err != nil {
+		return nil, err
+	}
+	if len(ws.Workspaces) == 0 {
+		return nil, fmt.Errorf("%s: no workspace", t.name)
+	}
+	auth["x-workspace-id"] = ws.Workspaces[0].ID
+	var bot struct {
+		Bot struct {
+			Integrations map[string]struct {
+				WebhookID string `json:"webhookId"`
+			} `json:"integrations"`
+		} `json:"bot"`
+	}
+	if err := call("POST", t.url+"/v1/admin/bots", auth, map[string]any{"name": "bench", "code": echoBot}, &bot); err != nil {
+		return nil, err
+	}
+	return &chatAPI{base: t.url + "/chat/" + bot.Bot.Integrations["chat"].WebhookID}, nil
+}
+
+// conversations creates n users, each with one conversation.
+func (c *chatAPI) conversations(n int) ([]conv, error) {
+	out := make([]conv, n)
+	for i := range out {
+		var u struct{ Key string }
+		if err := call("POST", c.base+"/users", nil, map[string]any{}, &u); err != nil {
+			return nil, err
+		}
+		var cv struct{ Conversation struct{ ID string } }
+		if err := call("POST", c.base+"/conversations", map[string]string{"x-user-key": u.Key}, map[string]any{}, &cv); err != nil {
+			return nil, err
+		}
+		out[i] = conv{cv.Conversation.ID, u.Key}
+	}
+	return out, nil
+}
+
+// send posts one text message; it returns the status (0: no answer).
+func send(base string, c conv, text string) int {
+	body := `{"conversationId":"` + c.id + `","payload":{"type":"text","text":"` + text + `"}}`
+	req, _ := http.NewRequest("POST", base+"/messages", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("x-user-key", c.key)
+	res, err := client.Do(req)
+	if err != nil {
+		return 0
+	}
+	_, _ = io.Copy(io.Discard, res.Body)
+	res.Body.Close()
+	return res.StatusCode
+}
+
+// replies listens to conversations' SSE streams and records when each
+// bot reply ("echo <text>") arrives.
+type replies struct {
+	mu      sync.Mutex
+	arrived map[string]time.Time
+	count   atomic.Int64
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+}
+
+// listen opens one stream per conversation; it returns once all answered
+// 200.
+func listen(base string, convs []conv) (*replies, error) {
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &replies{arrived: map[string]time.Time{}, cancel: cancel}
+	for _, c := range convs {
+		body, err := openStream(ctx, base, c)
+		if err != nil {
+			r.close()
+			return nil, err
+		}
+		r.wg.Add(1)
+		go func() {
+			defer r.wg.Done()
+			defer body.Close()
+			sc := bufio.NewScanner(body)
+			sc.Buffer(make([]byte, 64<<10), 1<<20)
+			for sc.Scan() {
+				data, ok := bytes.CutPrefix(sc.Bytes(), []byte("data: "))
+				if !ok || !bytes.Contains(data, []byte(`"echo `)) {
+					continue
+				}
+				var f struct {
+					Data struct {
+						IsBot   bool `json:"isBot"`
+						Payload struct{ Text string }
+					} `json:"data"`
+				}
+				if json.Unmarshal(data, &f) != nil || !f.Data.IsBot {
+					continue
+				}
+				now := time.Now()
+				r.mu.Lock()
+				r.arrived[strings.TrimPrefix(f.Data.Payload.Text, "echo ")] = now
+				r.mu.Unlock()
+				r.count.Add(1)
+			}
+		}()
+	}
+	return r, nil
+}
+
+func openStream(ctx context.Context, base string, c conv) (io.ReadCloser, error) {
+	req, _ := http.NewRequestWithContext(ctx, "GET", base+"/conversations/"+c.id+"/listen", nil)
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("x-user-key", c.key)
+	res, err := streamClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	if res.StatusCode != 200 {
+		res.Body.Close()
+		return nil, fmt.Errorf("listen: status %d", res.StatusCode)
+	}
+	return res.Body, nil
+}
+
+// streamClient has no timeout: streams last the whole phase.
+var streamClient = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1, DisableKeepAlives: true}}
+
+func (r *replies) at(text string) (time.Time, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	t, ok := r.arrived[text]
+	return t, ok
+}
+
+// waitFor waits until n replies arrived or the timeout passes; it returns
+// when the last of them arrived.
+func (r *replies) waitFor(n int64, timeout time.Duration) bool {
+	deadline := time.Now().Add(timeout)
+	for r.count.Load() < n {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	return true
+}
+
+func (r *replies) close() { r.cancel(); r.wg.Wait() }
+
+// closedResult is a closed-loop run: conns clients, each sending its next
+// message as soon as the previous one was answered.
+type closedResult struct {
+	ok, shed, failed int
+	elapsed          time.Duration
+	lat              []time.Duration
+	drain            time.Duration // after the load stopped, until every reply arrived (-1: not within the limit)
+	cpu              time.Duration // the server's CPU time over the run and the drain
+}
+
+// cpuPerMsg is the server's CPU time per accepted message, in µs: less
+// sensitive to other tenants of the machine than the rates.
+func (r closedResult) cpuPerMsg() float64 {
+	if r.ok == 0 {
+		return 0
+	}
+	return float64(r.cpu.Microseconds()) / float64(r.ok)
+}
+
+func (r closedResult) rate() float64 { return float64(r.ok) / r.elapsed.Seconds() }
+
+// closedLoop runs conns clients for d against base, one conversation
+// each; with rep set it then waits for the bot's replies to every
+// accepted message.
+func closedLoop(t *target, base string, convs []conv, d time.Duration, rep *replies, prefix string) closedResult {
+	var (
+		mu  sync.Mutex
+		res closedResult
+		wg  sync.WaitGroup
+	)
+	var before int64
+	if rep != nil {
+		before = rep.count.Load()
+	}
+	cpu0 := cpuTime(t.pid())
+	start := time.Now()
+	deadline := start.Add(d)
+	for i, c := range convs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var lat []time.Duration
+			ok, shed, failed := 0, 0, 0
+			for n := 0; time.Now().Before(deadline); n++ {
+				t0 := time.Now()
+				switch st := send(base, c, prefix+strconv.Itoa(i)+"-"+strconv.Itoa(n)); {
+				case st/100 == 2:
+					ok++
+					lat = append(lat, time.Since(t0))
+				case st == http.StatusTooManyRequests:
+					shed++
+					time.Sleep(time.Second) // Parley's Retry-After
+				default:
+					failed++
+				}
+			}
+			mu.Lock()
+			res.ok, res.shed, res.failed = res.ok+ok, res.shed+shed, res.failed+failed
+			res.lat = append(res.lat, lat...)
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	res.elapsed = time.Since(start)
+	if rep != nil {
+		stopped := time.Now()
+		res.drain = -1
+		if rep.waitFor(before+int64(res.ok), 60*time.Second) {
+			res.drain = time.Since(stopped)
+		}
+	}
+	res.cpu = cpuTime(t.pid()) - cpu0
+	return res
+}
+
+// openResult is an open-loop run at a fixed rate, replies timed on SSE.
+type openResult struct {
+	rate                 int
+	sent, ok, shed, fail int
+	achieved             float64
+	replyLat             []time.Duration // of accepted messages whose reply arrived
+	missing              int             // accepted messages without a reply within the grace period
+	drain                time.Duration   // after the last send, until the last reply arrived
+}
+
+// openLoop sends rate messages per second for d, spread over convs, and
+// times each accepted message's reply on the SSE streams.
+func openLoop(base string, convs []conv, rep *replies, rate int, d time.Duration, prefix string, grace time.Duration) openResult {
+	res := openResult{rate: rate}
+	interval := time.Second / time.Duration(rate)
+	total := int(d / interval)
+	sentAt := make([]time.Time, total)
+	status := make([]int, total)
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 4096)
+	start := time.Now()
+	for i := range total {
+		if wait := time.Until(start.Add(time.Duration(i) * interval)); wait > 0 {
+			time.Sleep(wait)
+		}
+		sem <- struct{}{}
+		wg.Add(1)
+		sentAt[i] = time.Now()
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			status[i] = send(base, convs[i%len(convs)], prefix+strconv.Itoa(i))
+		}()
+	}
+	res.achieved = float64(total) / time.Since(start).Seconds()
+	wg.Wait()
+	lastSend := time.Now()
+	for _, st := range status {
+		switch {
+		case st/100 == 2:
+			res.ok++
+		case st == http.StatusTooManyRequests:
+			res.shed++
+		default:
+			res.fail++
+		}
+	}
+	res.sent = total
+	// Wait for the replies of every accepted message (or the grace).
+	deadline := time.Now().Add(grace)
+	var last time.Time
+	for {
+		res.replyLat, res.missing, last = res.replyLat[:0], 0, time.Time{}
+		for i, st := range status {
+			if st/100 != 2 {
+				continue
+			}
+			at, ok := rep.at(prefix + strconv.Itoa(i))
+			if !ok {
+				res.missing++
+				continue
+			}
+			res.replyLat = append(res.replyLat, at.Sub(sentAt[i]))
+			if at.After(last) {
+				last = at
+			}
+		}
+		if res.missing == 0 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if res.missing == 0 {
+		res.drain = max(0, last.Sub(lastSend))
+	} else {
+		res.drain = -1
+	}
+	return res
+}
+
+// pct returns the q-quantile of d (sorted in place); missing values count
+// as slower than any present one (then the quantile may be +Inf: -1).
+func pct(d []time.Duration, missing int, q float64) time.Duration {
+	n := len(d) + missing
+	if n == 0 {
+		return 0
+	}
+	slices.Sort(d)
+	i := min(n-1, int(q*float64(n)))
+	if i >= len(d) {
+		return -1
+	}
+	return d[i]
+}
+
+func ms(d time.Duration) string {
+	if d < 0 {
+		return "∞"
+	}
+	return strconv.FormatFloat(float64(d)/float64(time.Millisecond), 'f', 1, 64) + " ms"
+}

@@ -1,0 +1,344 @@
+// Command parley-bench measures Parley's chat pipeline over loopback, side
+// by side with a bare net/http JSON handler it starts itself (and, when
+// given, other parley executables), and prints the figures of issue 18's
+// goals:
+//
+//	go run ./cmd/parley-bench [-engines sqlite,postgres] [-bin old=/path/to/parley]
+//	    [-bin full=self,PARLEY_SYNC=full] [-env NAME=value] [-rounds 3] [-cpuprofile FILE]
+//
+// Every server is a child process on 127.0.0.1: the bare handler and this
+// build's Parley are this program again (`parley-bench child ...`), so a
+// CPU profile of the server alone can be taken (-cpuprofile). Each Parley
+// runs a JavaScript echo bot; a createMessage answered 2xx is committed.
+//
+//  1. Throughput: -conns clients in a closed loop for -duration, each on a
+//     conversation of its own; Parley's rate counts only once every reply
+//     of the bot arrived on the SSE streams ("drain": the backlog left
+//     when the load stopped).
+//  2. Reply latency: open loop at each of -rates messages/s for
+//     -rate-duration over -convs conversations, from sending a message to
+//     its reply on the SSE stream (p50/p99; a reply that never came counts
+//     as slowest).
+//  3. Overload: twice the sustainable rate measured in 1; shed requests
+//     (429), p99 of the accepted ones, and how long the backlog takes to
+//     clear once the load stops. Closed-loop clients wait Retry-After (1 s)
+//     after a 429; open-loop senders do not retry.
+//  4. Idle SSE listeners: the server's resident memory per listener
+//     (-listeners streams on one conversation), and one message fanned out
+//     to all of them.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"runtime"
+	"slices"
+	"strings"
+	"time"
+)
+
+type options struct {
+	engines      []string
+	pgURL        string
+	bins         []parleySpec
+	conns        int
+	duration     time.Duration
+	rounds       int
+	rates        []int
+	rateDuration time.Duration
+	convs        int
+	listeners    int
+	cpuprofile   string
+	env          []string
+}
+
+func main() {
+	if len(os.Args) > 1 && os.Args[1] == "child" {
+		if err := child(os.Args[2:]); err != nil {
+			fmt.Fprintln(os.Stderr, "parley-bench child:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	o, err := parse(os.Args[1:])
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	if _, err := run(o); err != nil {
+		fmt.Fprintln(os.Stderr, "parley-bench:", err)
+		os.Exit(1)
+	}
+}
+
+func parse(args []string) (options, error) {
+	var o options
+	fs := flag.NewFlagSet("parley-bench", flag.ContinueOnError)
+	engines := fs.String("engines", "sqlite", "comma-separated engines: sqlite, postgres")
+	fs.StringVar(&o.pgURL, "database-url", "postgres://127.0.0.1:5432/test?sslmode=disable", "PostgreSQL database to create the benchmark's databases from")
+	self := fs.String("label", "parley", "name of this build's Parley in the tables; empty leaves it out")
+	fs.Func("bin", "label=path[,NAME=value...]: another parley executable to run side by side, with environment variables of its own; path \"self\" is this build (repeatable)", func(v string) error {
+		label, rest, ok := strings.Cut(v, "=")
+		parts := strings.Split(rest, ",")
+		if !ok || label == "" || parts[0] == "" {
+			return fmt.Errorf("-bin wants label=path[,NAME=value...]")
+		}
+		s := parleySpec{label: label, bin: parts[0], env: parts[1:]}
+		if s.bin == "self" {
+			s.bin = ""
+		}
+		o.bins = append(o.bins, s)
+		return nil
+	})
+	fs.Func("env", "NAME=value given to every Parley (repeatable), e.g. PARLEY_SYNC=full", func(v string) error {
+		o.env = append(o.env, v)
+		return nil
+	})
+	fs.IntVar(&o.conns, "conns", 32, "closed-loop clients")
+	fs.DurationVar(&o.duration, "duration", 6*time.Second, "closed-loop run time")
+	fs.IntVar(&o.rounds, "rounds", 1, "closed-loop rounds (targets alternate; medians are shown)")
+	rates := fs.String("rates", "1000,2000", "open-loop rates in messages/s, then twice the sustained rate; empty skips the open loop")
+	fs.DurationVar(&o.rateDuration, "rate-duration", 5*time.Second, "open-loop run time per rate")
+	fs.IntVar(&o.convs, "convs", 100, "conversations of the open-loop runs")
+	fs.IntVar(&o.listeners, "listeners", 1000, "idle SSE listeners (0 skips)")
+	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of this build's Parley server to FILE.ENGINE")
+	if _, err := parseFlags(fs, args); err != nil {
+		return o, err
+	}
+	o.engines = strings.Split(*engines, ",")
+	for _, e := range o.engines {
+		if e != "sqlite" && e != "postgres" {
+			return o, fmt.Errorf("unknown engine %q", e)
+		}
+	}
+	for _, r := range strings.Split(*rates, ",") {
+		if r == "" {
+			continue
+		}
+		var n int
+		if _, err := fmt.Sscan(r, &n); err != nil || n <= 0 {
+			return o, fmt.Errorf("bad rate %q", r)
+		}
+		o.rates = append(o.rates, n)
+	}
+	if *self != "" {
+		o.bins = append([]parleySpec{{label: *self}}, o.bins...)
+	}
+	if len(o.bins) == 0 {
+		return o, fmt.Errorf("nothing to measure")
+	}
+	return o, nil
+}
+
+func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	return fs.Args(), nil
+}
+
+// run measures every engine and returns the sustained rates (messages/s
+// with their replies) by engine and target.
+func run(o options) (map[string]map[string]float64, error) {
+	dir, err := os.MkdirTemp("", "parley-bench-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	fmt.Printf("parley-bench: %s, GOMAXPROCS %d, load average %s\n", time.Now().UTC().Format(time.RFC3339), runtime.GOMAXPROCS(0), loadavg())
+	fmt.Printf("closed loop: %d clients × %v × %d rounds; open loop: %v per rate over %d conversations\n\n",
+		o.conns, o.duration, o.rounds, o.rateDuration, o.convs)
+	sustained := map[string]map[string]float64{} // engine → label → msg/s
+	for _, engine := range o.engines {
+		s, err := runEngine(o, engine, dir)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", engine, err)
+		}
+		sustained[engine] = s
+	}
+	if len(o.engines) == 2 {
+		fmt.Println("## Goal 5: PostgreSQL / SQLite, sustained createMessage with replies")
+		for _, b := range o.bins {
+			fmt.Printf("%-12s %.0f / %.0f = %.2f×\n", b.label, sustained["postgres"][b.label], sustained["sqlite"][b.label],
+				sustained["postgres"][b.label]/sustained["sqlite"][b.label])
+		}
+	}
+	fmt.Printf("\nload average at the end: %s\n", loadavg())
+	return sustained, nil
+}
+
+// parleyTarget is a started Parley with its echo bot and conversations.
+type parleyTarget struct {
+	*target
+	chat  *chatAPI
+	loop  []conv // one per closed-loop client
+	open  []conv // the open-loop conversations
+	loopR *replies
+}
+
+func runEngine(o options, engine, dir string) (map[string]float64, error) {
+	fmt.Printf("# %s\n\n", engine)
+	bare, err := startBare()
+	if err != nil {
+		return nil, err
+	}
+	defer bare.stop()
+	var ps []*parleyTarget
+	defer func() {
+		for _, p := range ps {
+			if p.loopR != nil {
+				p.loopR.close()
+			}
+			p.stop()
+		}
+	}()
+	for _, b := range o.bins {
+		prof := "-"
+		if b.bin == "" && o.cpuprofile != "" && b.label == o.bins[0].label {
+			prof = o.cpuprofile + "." + engine
+		}
+		t, err := startParley(b, engine, o.pgURL, dir, append(slices.Clone(o.env), b.env...), prof)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", b.label, err)
+		}
+		p := &parleyTarget{target: t}
+		ps = append(ps, p)
+		if p.chat, err = newChatBot(t); err != nil {
+			return nil, err
+		}
+		if p.loop, err = p.chat.conversations(o.conns); err != nil {
+			return nil, err
+		}
+		if p.open, err = p.chat.conversations(o.convs); err != nil {
+			return nil, err
+		}
+		if p.loopR, err = listen(p.chat.base, p.loop); err != nil {
+			return nil, err
+		}
+	}
+	bareConvs := make([]conv, o.conns)
+	for i := range bareConvs {
+		bareConvs[i] = conv{id: fmt.Sprintf("conv_%d", i), key: "key_" + randomHex(8)}
+	}
+
+	// 4. Idle listeners, first: the servers have no garbage yet.
+	if o.listeners > 0 {
+		fmt.Printf("## Goal 4: %d idle SSE listeners on one conversation\n\n", o.listeners)
+		fmt.Println("| target | RSS before | RSS with listeners | RSS per listener | Go heap+stacks per listener | of which stacks | goroutines per listener | fan-out p50 | fan-out p99 | reached |")
+		fmt.Println("|---|---|---|---|---|---|---|---|---|---|")
+		for _, p := range ps {
+			r, err := idleListeners(p, o.listeners)
+			if err != nil {
+				return nil, err
+			}
+			n := float64(o.listeners)
+			fmt.Printf("| %s | %d KB | %d KB | %.1f KB | %.1f KB | %.1f KB | %.2f | %s | %s | %d |\n", p.name, r.before, r.after,
+				float64(r.after-r.before)/n, float64(r.goAfter.heapStack-r.goBefore.heapStack)/1024/n,
+				float64(r.goAfter.stacks-r.goBefore.stacks)/1024/n,
+				float64(r.goAfter.goroutines-r.goBefore.goroutines)/n, ms(pct(r.fanout, r.missing, 0.5)), ms(pct(r.fanout, r.missing, 0.99)), len(r.fanout))
+		}
+	}
+	// 1. Throughput, targets alternating within each round.
+	fmt.Printf("\n## Goal 1: createMessage, %d clients, closed loop, JavaScript echo bot answering\n\n", o.conns)
+	results := map[string][]closedResult{}
+	for round := range o.rounds {
+		results["bare"] = append(results["bare"], closedLoop(bare, bare.url, bareConvs, o.duration, nil, "b"))
+		for _, p := range ps {
+			results[p.name] = append(results[p.name], closedLoop(p.target, p.chat.base, p.loop, o.duration, p.loopR, fmt.Sprintf("c%d-", round)))
+			time.Sleep(500 * time.Millisecond) // idle between runs
+		}
+	}
+	median := func(rs []closedResult, f func(closedResult) float64) float64 {
+		v := make([]float64, len(rs))
+		for i, r := range rs {
+			v[i] = f(r)
+		}
+		slices.Sort(v)
+		return v[len(v)/2]
+	}
+	sustainedOf := func(r closedResult) float64 {
+		if r.drain < 0 {
+			return 0
+		}
+		return float64(r.ok) / (r.elapsed + r.drain).Seconds()
+	}
+	bareRate := median(results["bare"], closedResult.rate)
+	fmt.Println("| target | 2xx/s | sustained/s (replies included) | × bare | server CPU µs/msg | drain after load | p50 | p99 | 429 | errors | sustained/s per round |")
+	fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|")
+	sustained := map[string]float64{}
+	for _, name := range append([]string{"bare"}, labels(ps)...) {
+		rs := results[name]
+		mid := rs[len(rs)/2]
+		rate, sus := median(rs, closedResult.rate), median(rs, sustainedOf)
+		sustained[name] = sus
+		drain := "–"
+		if name != "bare" {
+			drain = ms(mid.drain)
+		} else {
+			sus = rate
+		}
+		var each []string
+		for _, r := range rs {
+			each = append(each, fmt.Sprintf("%.0f", sustainedOf(r)))
+		}
+		fmt.Printf("| %s | %.0f | %.0f | %.3f× | %.0f | %s | %s | %s | %d | %d | %s |\n", name, rate, sus, sus/bareRate,
+			median(rs, closedResult.cpuPerMsg), drain, ms(pct(mid.lat, 0, 0.5)), ms(pct(mid.lat, 0, 0.99)), mid.shed, mid.failed,
+			strings.Join(each, " "))
+	}
+	for _, p := range ps[1:] {
+		fmt.Printf("\n%s / %s: sustained %.2f×, CPU per message %.2f×", ps[0].name, p.name, sustained[ps[0].name]/sustained[p.name],
+			median(results[ps[0].name], closedResult.cpuPerMsg)/median(results[p.name], closedResult.cpuPerMsg))
+	}
+	fmt.Println()
+
+	// 2. Reply latency at fixed rates, 3. overload at twice the sustainable rate.
+	if len(o.rates) == 0 {
+		fmt.Println()
+		return sustained, nil
+	}
+	fmt.Printf("\n## Goals 2 and 3: user message → bot reply on SSE, open loop over %d conversations\n\n", o.convs)
+	fmt.Println("| target | rate/s | sent | 2xx | 429 | reply p50 | reply p99 | no reply | backlog cleared after |")
+	fmt.Println("|---|---|---|---|---|---|---|---|---|")
+	for _, p := range ps {
+		rep, err := listen(p.chat.base, p.open)
+		if err != nil {
+			return nil, err
+		}
+		rates := slices.Clone(o.rates)
+		if s := sustained[p.name]; s > 0 {
+			rates = append(rates, int(2*s))
+		}
+		for i, rate := range rates {
+			r := openLoop(p.chat.base, p.open, rep, rate, o.rateDuration, fmt.Sprintf("o%d-", i), 15*time.Second)
+			tag := ""
+			if i == len(o.rates) {
+				tag = " (2× sustained)"
+			}
+			fmt.Printf("| %s | %d%s | %d | %d | %d | %s | %s | %d | %s |\n", p.name, rate, tag, r.sent, r.ok, r.shed,
+				ms(pct(r.replyLat, r.missing, 0.5)), ms(pct(r.replyLat, r.missing, 0.99)), r.missing, ms(r.drain))
+			time.Sleep(time.Second)
+		}
+		rep.close()
+	}
+
+	fmt.Println()
+	return sustained, nil
+}
+
+func labels(ps []*parleyTarget) []string {
+	out := make([]string, len(ps))
+	for i, p := range ps {
+		out[i] = p.name
+	}
+	return out
+}
+
+func loadavg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	f := strings.Fields(string(b))
+	return strings.Join(f[:min(3, len(f))], " ")
+}

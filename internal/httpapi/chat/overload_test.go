@@ -1,0 +1,113 @@
+package chat_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/parley-bots/parley/internal/store"
+	"github.com/parley-bots/parley/internal/testutil/testbots"
+	"github.com/parley-bots/parley/internal/turns"
+)
+
+// gateBot holds every turn of a message "block" until release is closed,
+// and echoes the others.
+type gateBot struct {
+	started chan struct{}
+	release chan struct{}
+}
+
+func (b gateBot) HandleTurn(ctx context.Context, in *turns.TurnInput, out turns.BotOutput) error {
+	if in.Message != nil && strings.Contains(string(in.Message.Payload), `"block"`) {
+		b.started <- struct{}{}
+		select {
+		case <-b.release:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return testbots.Echo{}.HandleTurn(ctx, in, out)
+}
+
+// TestOverloadShedAtTheDoor fills the turn queue's bound (one worker, busy
+// with a turn that blocks; another conversation waiting longer than the
+// bound) and checks that createMessage answers 429 with Retry-After and
+// the standard error body, stores nothing, and answers 201 again within a
+// second once the worker is free.
+func TestOverloadShedAtTheDoor(t *testing.T) {
+	engines(t, func(t *testing.T, db store.DB) {
+		bot := gateBot{started: make(chan struct{}, 1), release: make(chan struct{})}
+		const bound = 50 * time.Millisecond
+		e := newEnv(t, db, envOpts{bot: bot, workers: 1, maxTurnDelay: bound})
+		_, k1 := e.user("")
+		c1 := e.conversation(k1)
+		_, k2 := e.user("")
+		c2 := e.conversation(k2)
+
+		e.sendText(k1, c1, "block")
+		select { // the only worker is busy with c1
+		case <-bot.started:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the blocking turn did not start")
+		}
+		e.sendText(k2, c2, "waiting") // accepted: nothing has waited yet
+		time.Sleep(2 * bound)         // c2 has now waited past the bound
+
+		post := func(key, conv, text string) (*http.Response, map[string]any) {
+			t.Helper()
+			body := `{"conversationId":"` + conv + `","payload":{"type":"text","text":"` + text + `"}}`
+			req, _ := http.NewRequest("POST", e.base+"/messages", strings.NewReader(body))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("x-user-key", key)
+			res, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer res.Body.Close()
+			var out map[string]any
+			_ = json.NewDecoder(res.Body).Decode(&out)
+			return res, out
+		}
+		// Both conversations are refused: the bound is the node's.
+		for _, c := range []struct{ key, conv string }{{k1, c1}, {k2, c2}} {
+			res, body := post(c.key, c.conv, "shed")
+			if res.StatusCode != 429 || res.Header.Get("Retry-After") != "1" {
+				t.Fatalf("overloaded: status %d, Retry-After %q, want 429 and 1", res.StatusCode, res.Header.Get("Retry-After"))
+			}
+			if body["type"] != "RateLimited" || body["code"] != float64(429) || body["id"] == "" || body["message"] == "" {
+				t.Fatalf("error body = %v", body)
+			}
+		}
+		for _, c := range []struct{ key, conv string }{{k1, c1}, {k2, c2}} {
+			for _, m := range e.must(e.call("GET", "/conversations/"+c.conv+"/messages", c.key, nil), 200).Body["messages"].([]any) {
+				if strings.Contains(string(mustJSON(m)), "shed") {
+					t.Fatalf("a refused message was stored: %v", m)
+				}
+			}
+		}
+
+		// Recovery: the worker is freed, the queue drains, messages are
+		// accepted again within a second.
+		close(bot.release)
+		freed := time.Now()
+		for {
+			res, _ := post(k2, c2, "again")
+			if res.StatusCode == 201 {
+				break
+			}
+			if res.StatusCode != 429 || time.Since(freed) > time.Second {
+				t.Fatalf("after release: status %d after %v", res.StatusCode, time.Since(freed))
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		t.Logf("accepted again %v after the worker was freed", time.Since(freed).Round(time.Millisecond))
+	})
+}
+
+func mustJSON(v any) []byte {
+	b, _ := json.Marshal(v)
+	return b
+}
