@@ -42,7 +42,8 @@ func TestCrashLoop(t *testing.T) {
 func crashLoop(t *testing.T, bin string, cycles int, env ...string) {
 	const token = "crash-loop-admin-token"
 	env = append(env, "PARLEY_ADMIN_TOKEN="+token,
-		"PARLEY_RATE_PER_USER=-1", "PARLEY_RATE_PER_BOT=-1")
+		"PARLEY_RATE_PER_USER=-1", "PARLEY_RATE_PER_BOT=-1",
+		"PARLEY_MAX_TURN_DELAY=-1ns", "PARLEY_MAX_MESSAGES_IN_FLIGHT=-1")
 	p := startProcess(t, bin, env...)
 	wsID := adminJSON(t, "GET", p.url+"/v1/admin/workspaces", token, "", "")["workspaces"].([]any)[0].(map[string]any)["id"].(string)
 	// Two replies per message: a crash between them was the duplicate of

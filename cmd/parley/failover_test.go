@@ -68,6 +68,7 @@ const failoverLeaseTTL = 2 * time.Second
 func newFailoverRig(t *testing.T, bin string, env ...string) *failoverRig {
 	const token = "failover-admin-token"
 	env = append(env, "PARLEY_ADMIN_TOKEN="+token, "PARLEY_RATE_PER_USER=-1", "PARLEY_RATE_PER_BOT=-1",
+		"PARLEY_MAX_TURN_DELAY=-1ns", "PARLEY_MAX_MESSAGES_IN_FLIGHT=-1",
 		"PARLEY_LEASE_TTL="+failoverLeaseTTL.String())
 	f := &failoverRig{bin: bin, token: token, env: env, top: t}
 	ch := make(chan *process, 2)

@@ -174,7 +174,7 @@ func LoadConfig(args []string, getenv func(string) string, stderr io.Writer) (Co
 	fs.StringVar(&c.EmbeddingsModel, "embeddings-model", env("PARLEY_EMBEDDINGS_MODEL", ""), "the model asked of --embeddings-url (PARLEY_EMBEDDINGS_MODEL)")
 	fs.StringVar(&c.AnswerURL, "answer-url", env("PARLEY_ANSWER_URL", ""), "an OpenAI-compatible /v1/chat/completions URL that composes knowledge-base answers; empty: the best passage answers; key: PARLEY_ANSWER_API_KEY (PARLEY_ANSWER_URL)")
 	fs.StringVar(&c.AnswerModel, "answer-model", env("PARLEY_ANSWER_MODEL", ""), "the model asked of --answer-url (PARLEY_ANSWER_MODEL)")
-	fs.Func("max-turn-delay", "how long turns may wait for a worker before users' new messages are refused with 429 and Retry-After; -1ns: never refuse (PARLEY_MAX_TURN_DELAY, default 200ms)", func(v string) error {
+	fs.Func("max-turn-delay", "how long turns may wait for a worker before users' new messages are refused with 429 and Retry-After; -1ns: never refuse (PARLEY_MAX_TURN_DELAY, default 1s)", func(v string) error {
 		d, err := time.ParseDuration(v)
 		c.MaxTurnDelay = d
 		return err

@@ -161,7 +161,7 @@ func (q *Queue) Delay() time.Duration {
 
 // Defaults of the door's bounds.
 const (
-	DefaultMaxDelay    = 200 * time.Millisecond
+	DefaultMaxDelay    = time.Second
 	DefaultMaxInFlight = 256
 )
 
