@@ -20,6 +20,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -27,6 +28,11 @@ import (
 
 //go:embed runner.cjs
 var runnerJS []byte
+
+// IntegrationPrefix starts the key of an integration's processes
+// ("integration:<id>" where a bot's is its id): they get BP_INTEGRATION_ID
+// instead of BP_BOT_ID, and Options.Token is asked for that key.
+const IntegrationPrefix = "integration:"
 
 // Options configure a Supervisor.
 type Options struct {
@@ -166,7 +172,7 @@ func (s *Supervisor) PID(botID string) int {
 }
 
 func (s *Supervisor) writeBundle(botID, versionID, code string) (string, error) {
-	dir := filepath.Join(s.o.Dir, filepath.Base(botID))
+	dir := filepath.Join(s.o.Dir, strings.ReplaceAll(filepath.Base(botID), ":", "-"))
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return "", err
 	}
@@ -301,8 +307,13 @@ func (p *proc) once() error {
 	// Only what the bot needs: never Parley's own environment (database
 	// URL, admin token).
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "NODE_ENV=production",
-		"BP_API_URL=" + o.APIURL, "BP_TOKEN=" + token, "BP_BOT_ID=" + p.botID,
+		"BP_API_URL=" + o.APIURL, "BP_TOKEN=" + token,
 		"PARLEY_CALL_TIMEOUT_MS=" + strconv.FormatInt(o.CallTimeout.Milliseconds(), 10)}
+	if id, ok := strings.CutPrefix(p.botID, IntegrationPrefix); ok {
+		cmd.Env = append(cmd.Env, "BP_INTEGRATION_ID="+id)
+	} else {
+		cmd.Env = append(cmd.Env, "BP_BOT_ID="+p.botID)
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {

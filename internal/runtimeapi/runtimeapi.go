@@ -25,6 +25,10 @@ const (
 	KindBot CallerKind = iota
 	// KindMember is a workspace member with a personal access token.
 	KindMember
+	// KindIntegration is an integration the bot installed, acting for the
+	// bot (x-integration-id with its process token or an integration API
+	// key): every right on the bot's data, its tags prefixed by its alias.
+	KindIntegration
 )
 
 // Caller is an authenticated caller acting on one bot.
@@ -33,6 +37,10 @@ type Caller struct {
 	Kind  CallerKind
 	// Role is the member's role (KindMember only).
 	Role model.Role
+	// Integration is the alias of the integration on the bot, and
+	// IntegrationID its id (KindIntegration only).
+	Integration   string
+	IntegrationID string
 }
 
 // BotCaller is the bot acting on its own data with every right (Parley's
