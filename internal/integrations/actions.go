@@ -44,7 +44,7 @@ func (s *Actions) CallAction(ctx context.Context, botID, typ string, input json.
 		input = json.RawMessage(`{}`)
 	}
 	body, _ := json.Marshal(map[string]any{"type": name, "input": input})
-	res := s.callRetrying(ctx, in, actionAttempts, OpActionTriggered, name, body, nil)
+	res := s.callRetrying(ctx, in, actionAttempts, result.isUnsent, OpActionTriggered, name, body, nil)
 	if !res.ok() {
 		s.failed(ctx, in, "action", res)
 		return nil, true, model.Errorf(model.ErrRuntime, "action %s failed: %s", typ, res.describe())

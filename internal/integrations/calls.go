@@ -12,6 +12,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/parley-bots/parley/internal/model"
@@ -53,6 +54,9 @@ type result struct {
 	header  http.Header
 	body    []byte
 	err     error // transport: refused, reset, timed out, no process
+	// unsent: the request never reached the integration (no process yet,
+	// connection refused), so calling again cannot repeat its effects.
+	unsent  bool
 	elapsed time.Duration
 }
 
@@ -122,7 +126,7 @@ func (c *core) call(ctx context.Context, in *installation, op, typ string, body 
 	started := time.Now()
 	base, err := c.baseURL(ctx, in.def)
 	if err != nil {
-		return result{err: err}
+		return result{err: err, unsent: true}
 	}
 	timeout := callTimeout
 	if in.def.MaxExecutionTime > 0 {
@@ -156,7 +160,7 @@ func (c *core) call(ctx context.Context, in *installation, op, typ string, body 
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return result{err: err, elapsed: time.Since(started)}
+		return result{err: err, unsent: errors.Is(err, syscall.ECONNREFUSED), elapsed: time.Since(started)}
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, maxResponse))
@@ -176,9 +180,11 @@ func backoff(n int) time.Duration {
 	return min(d, 30*time.Second)
 }
 
-// callRetrying calls until the integration answers (not 5xx, not
-// refused), at most attempts times, waiting backoff between tries.
-func (c *core) callRetrying(ctx context.Context, in *installation, attempts int, op, typ string, body []byte, extra map[string]string) result {
+// callRetrying calls until again(result) is false, at most attempts
+// times, waiting backoff between tries. again is result.retry for
+// operations that may run twice (register, actions), result.unsent for
+// those that must not (a webhook).
+func (c *core) callRetrying(ctx context.Context, in *installation, attempts int, again func(result) bool, op, typ string, body []byte, extra map[string]string) result {
 	var res result
 	for n := 0; n < attempts; n++ {
 		if n > 0 {
@@ -189,9 +195,11 @@ func (c *core) callRetrying(ctx context.Context, in *installation, attempts int,
 			}
 		}
 		res = c.call(ctx, in, op, typ, body, extra)
-		if !res.retry() || ctx.Err() != nil {
+		if !again(res) || ctx.Err() != nil {
 			return res
 		}
 	}
 	return res
 }
+
+func (r result) isUnsent() bool { return r.unsent }

@@ -79,7 +79,7 @@ func (s *Installs) Changed(ctx context.Context, botID string, changed, removed [
 		}
 		in := &installation{def: def, entry: e}
 		body, _ := json.Marshal(map[string]string{"webhookUrl": s.WebhookURL(e.WebhookID)})
-		res := s.callRetrying(ctx, in, registerAttempts, OpUnregister, OpUnregister, body, nil)
+		res := s.callRetrying(ctx, in, registerAttempts, result.retry, OpUnregister, OpUnregister, body, nil)
 		if !res.ok() {
 			s.failed(ctx, in, "unregister", res)
 		}
@@ -93,7 +93,7 @@ func (s *Installs) Changed(ctx context.Context, botID string, changed, removed [
 		status, reason := model.IntegrationRegistered, ""
 		if e.Enabled {
 			body, _ := json.Marshal(map[string]string{"webhookUrl": s.WebhookURL(e.WebhookID)})
-			res := s.callRetrying(ctx, in, registerAttempts, OpRegister, OpRegister, body, nil)
+			res := s.callRetrying(ctx, in, registerAttempts, result.retry, OpRegister, OpRegister, body, nil)
 			if !res.ok() {
 				status, reason = model.IntegrationRegistrationFailed, res.describe()
 				s.failed(ctx, in, "register", res)

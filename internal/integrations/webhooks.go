@@ -38,7 +38,7 @@ type WebhookResponse struct {
 
 // webhookAttempts bounds the calls of one webhook to an integration that
 // cannot be reached (its process restarting).
-const webhookAttempts = 5
+const webhookAttempts = 7
 
 // Handle forwards a request to the integration installed with webhookID.
 // Unknown or built-in webhook ids, and disabled entries, are not found.
@@ -63,7 +63,7 @@ func (s *Webhooks) Handle(ctx context.Context, webhookID string, req WebhookRequ
 	if err != nil {
 		return nil, err
 	}
-	res := s.callRetrying(ctx, in, webhookAttempts, OpWebhookReceived, OpWebhookReceived, body, nil)
+	res := s.callRetrying(ctx, in, webhookAttempts, result.isUnsent, OpWebhookReceived, OpWebhookReceived, body, nil)
 	if res.err != nil {
 		s.failed(ctx, in, "webhook", res)
 		return nil, model.Errorf(model.ErrTimeout, "the integration %s could not be reached: %v", entry.Name, res.err)
