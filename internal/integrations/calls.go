@@ -50,10 +50,10 @@ const (
 
 // result is the outcome of one call to an integration.
 type result struct {
-	status  int
-	header  http.Header
-	body    []byte
-	err     error // transport: refused, reset, timed out, no process
+	status int
+	header http.Header
+	body   []byte
+	err    error // transport: refused, reset, timed out, no process
 	// unsent: the request never reached the integration (no process yet,
 	// connection refused), so calling again cannot repeat its effects.
 	unsent  bool
