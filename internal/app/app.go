@@ -201,7 +201,7 @@ func (a *App) start(ctx context.Context, o options) error {
 	// authenticate with the Runtime API's credentials); bot code's
 	// client.searchFiles runs its search.
 	filesAPI := files.NewAPI(a.db, blobs, a.URL, a.log)
-	a.runtimeAPI = runtimeapi.New(a.db, commit, actions, a.chat, filesAPI)
+	a.runtimeAPI = runtimeapi.New(a.db, commit, actions, a.chat, filesAPI, integ.Actions)
 	runtimeScheduler := runtimeapi.NewScheduler(a.runtimeAPI, a.log, 0)
 	// The Tables API's use cases; the sandbox's client reaches their row
 	// operations through turns.WithTables.

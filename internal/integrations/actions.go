@@ -75,3 +75,94 @@ func rawValue(raw json.RawMessage) any {
 	}
 	return v
 }
+
+// CreateUser is a bot's createUser naming an integration whose definition
+// enables user creation (user.creation.enabled): the integration's
+// create_user creates it (through its own Runtime API calls) and answers
+// { user: { id } }. handled is false for any other integration name.
+func (s *Actions) CreateUser(ctx context.Context, botID, alias string, tags map[string]string) (string, bool, error) {
+	in, err := s.installed(ctx, botID, alias)
+	if err != nil || in == nil {
+		return "", err != nil, err
+	}
+	user, _ := in.def.Spec["user"].(map[string]any)
+	if !creationEnabled(user) {
+		return "", false, nil
+	}
+	own := model.IntegrationTagsOut(alias, tags)
+	if err := requiredTags("tags", user, own); err != nil {
+		return "", true, err
+	}
+	body, _ := json.Marshal(map[string]any{"tags": own})
+	res := s.callRetrying(ctx, in, actionAttempts, result.isUnsent, OpCreateUser, OpCreateUser, body, nil)
+	if !res.ok() {
+		s.failed(ctx, in, "create_user", res)
+		return "", true, model.Errorf(model.ErrRuntime, "integration %s could not create the user: %s", alias, res.describe())
+	}
+	var answer struct {
+		User struct {
+			ID string `json:"id"`
+		} `json:"user"`
+	}
+	if json.Unmarshal(res.body, &answer) != nil || answer.User.ID == "" {
+		return "", true, model.Errorf(model.ErrRuntime, "integration %s created no user (its create_user answered no user id)", alias)
+	}
+	return answer.User.ID, true, nil
+}
+
+// CreateConversation is a bot's createConversation naming an integration
+// whose channel enables conversation creation
+// (channels[channel].conversation.creation.enabled): the integration's
+// create_conversation creates it and answers { conversation: { id } }.
+func (s *Actions) CreateConversation(ctx context.Context, botID, alias, channel string, tags map[string]string) (string, bool, error) {
+	in, err := s.installed(ctx, botID, alias)
+	if err != nil || in == nil {
+		return "", err != nil, err
+	}
+	channels, _ := in.def.Spec["channels"].(map[string]any)
+	ch, _ := channels[channel].(map[string]any)
+	conv, _ := ch["conversation"].(map[string]any)
+	if ch == nil {
+		return "", true, model.Invalid("channel: integration %s has no channel %q", alias, channel)
+	}
+	if !creationEnabled(conv) {
+		return "", false, nil
+	}
+	own := model.IntegrationTagsOut(alias, tags)
+	if err := requiredTags("tags", conv, own); err != nil {
+		return "", true, err
+	}
+	body, _ := json.Marshal(map[string]any{"channel": channel, "tags": own})
+	res := s.callRetrying(ctx, in, actionAttempts, result.isUnsent, OpCreateConversation, OpCreateConversation, body, nil)
+	if !res.ok() {
+		s.failed(ctx, in, "create_conversation", res)
+		return "", true, model.Errorf(model.ErrRuntime, "integration %s could not create the conversation: %s", alias, res.describe())
+	}
+	var answer struct {
+		Conversation struct {
+			ID string `json:"id"`
+		} `json:"conversation"`
+	}
+	if json.Unmarshal(res.body, &answer) != nil || answer.Conversation.ID == "" {
+		return "", true, model.Errorf(model.ErrRuntime, "integration %s created no conversation (its create_conversation answered no conversation id)", alias)
+	}
+	return answer.Conversation.ID, true, nil
+}
+
+func creationEnabled(parent map[string]any) bool {
+	c, _ := parent["creation"].(map[string]any)
+	on, _ := c["enabled"].(bool)
+	return on
+}
+
+// requiredTags checks the tags creation requires (creation.requiredTags).
+func requiredTags(field string, parent map[string]any, tags map[string]string) error {
+	c, _ := parent["creation"].(map[string]any)
+	req, _ := c["requiredTags"].([]any)
+	for _, r := range req {
+		if k, ok := r.(string); ok && tags[k] == "" {
+			return model.Invalid("%s.%s: required by the integration to create it", field, k)
+		}
+	}
+	return nil
+}

@@ -49,6 +49,16 @@ func (s *Conversations) Create(ctx context.Context, c *Caller, in ConversationIn
 	if err != nil {
 		return nil, err
 	}
+	if c.Kind != KindIntegration && s.creation != nil && in.IntegrationName != "" {
+		id, handled, err := s.creation.CreateConversation(ctx, c.BotID, in.IntegrationName, in.Channel, conv.Tags)
+		if err != nil {
+			return nil, err
+		}
+		if handled {
+			got, err := s.store.Chat().GetConversation(ctx, c.BotID, id)
+			return got, orNotFound(err, "Conversation", id)
+		}
+	}
 	if err := s.store.Chat().CreateConversation(ctx, conv); err != nil {
 		return nil, err
 	}

@@ -60,6 +60,17 @@ type ActionCaller interface {
 	CallAction(ctx context.Context, botID, actionType string, input json.RawMessage) (json.RawMessage, error)
 }
 
+// IntegrationCreator creates users and conversations in the integrations
+// a bot installed (their create_user and create_conversation operations):
+// a bot's createUser or createConversation naming an integration whose
+// definition enables creation goes there. handled is false when the
+// integration is not one that creates them (then Parley creates them as
+// for any other name). The tags are the bot's (prefixed).
+type IntegrationCreator interface {
+	CreateUser(ctx context.Context, botID, integration string, tags map[string]string) (userID string, handled bool, err error)
+	CreateConversation(ctx context.Context, botID, integration, channel string, tags map[string]string) (conversationID string, handled bool, err error)
+}
+
 // ChatObserver is told of Runtime API changes that the Chat API holds
 // copies of (its participant cache, its live streams): the app passes the
 // Chat API's use cases.
@@ -85,16 +96,19 @@ type API struct {
 
 // deps are what every use case shares.
 type deps struct {
-	store  store.Store
-	commit store.Committer
-	chat   ChatObserver
+	store    store.Store
+	commit   store.Committer
+	chat     ChatObserver
+	creation IntegrationCreator // nil: Parley creates every user and conversation
 }
 
 // New builds the Runtime API's use cases on st; writes that are announced
 // or give the bot a turn go through commit; chat hears of deletions.
-// actions and files may be nil (files: client.searchFiles in bot code).
-func New(st store.Store, commit store.Committer, actions ActionCaller, chat ChatObserver, files FileSearcher) *API {
-	d := deps{store: st, commit: commit, chat: chat}
+// actions, files and creation may be nil (files: client.searchFiles in
+// bot code; creation: the integrations' create_user and
+// create_conversation).
+func New(st store.Store, commit store.Committer, actions ActionCaller, chat ChatObserver, files FileSearcher, creation IntegrationCreator) *API {
+	d := deps{store: st, commit: commit, chat: chat, creation: creation}
 	return &API{
 		Users:         &Users{d},
 		Conversations: &Conversations{d},

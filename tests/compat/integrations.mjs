@@ -77,7 +77,7 @@ const definition = (name, version) => ({
         text: { schema: sdk.messages.defaults.text.schema.toJSONSchema() },
         choice: { schema: sdk.messages.defaults.choice.schema.toJSONSchema() },
       },
-      conversation: { tags: { chatId: { title: 'Chat id' } } },
+      conversation: { tags: { chatId: { title: 'Chat id' } }, creation: { enabled: true, requiredTags: ['chatId'] } },
       message: { tags: { id: {} } },
     },
   },
@@ -89,7 +89,7 @@ const definition = (name, version) => ({
   },
   events: { reaction: { schema: z.object({ emoji: z.string() }).toJSONSchema() } },
   states: { lastUpdate: { type: 'conversation', schema: z.object({ id: z.number() }).toJSONSchema() } },
-  user: { tags: { id: {} } },
+  user: { tags: { id: {} }, creation: { enabled: true, requiredTags: ['id'] } },
   code: fs.readFileSync(env('INTEGRATION_BUNDLE'), 'utf8'),
 })
 
@@ -253,6 +253,21 @@ await scenario('webhook → SDK bot → reply through the channel handler; callA
   assert.deepEqual(output, { value: 42 })
   await apiError(rt.callAction({ type: 'fakechat:double', input: { value: 'x' } }), 400, 'an action input against its schema')
   await apiError(rt.callAction({ type: 'fakechat:nothing', input: {} }), 404, 'an unknown action of the integration')
+})
+
+await scenario('the bot starts a chat: create_user and create_conversation, then a proactive message', async () => {
+  const rt = new Client({ apiUrl, token: env('TOKEN'), botId: sdkBot.id })
+  const { user } = await rt.createUser({ integrationName: 'fakechat', tags: { 'fakechat:id': '555' } })
+  assert.deepEqual(user.tags, { 'fakechat:id': '555' })
+  const { user: same } = await rt.createUser({ integrationName: 'fakechat', tags: { 'fakechat:id': '555' } })
+  assert.equal(same.id, user.id, 'the integration found its user again')
+  const { conversation } = await rt.createConversation({ integrationName: 'fakechat', channel: 'chat', tags: { 'fakechat:chatId': '555' } })
+  assert.equal(conversation.integration, 'fakechat')
+  assert.deepEqual(conversation.tags, { 'fakechat:chatId': '555' })
+  await apiError(rt.createConversation({ integrationName: 'fakechat', channel: 'chat', tags: {} }), 400, 'a conversation without its required tag')
+  await rt.createMessage({ conversationId: conversation.id, userId: sdkBot.id, type: 'text', payload: { text: 'news' }, tags: {} })
+  const sent = await waitFor('the proactive message', () => calls.find((c) => c.method === 'sendMessage' && c.body.chat_id === '555'))
+  assert.equal(sent.body.text, 'news')
 })
 
 await scenario('the Webhook interface: any method and sub-path, the response comes back; 404 and 413', async () => {

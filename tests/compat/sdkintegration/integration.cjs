@@ -6,7 +6,8 @@
 // getOrCreateUser/Conversation (tags + discriminateByTags) and
 // createMessage; the channel's text handler posts the bot's reply to the
 // fake API and acks it with the channel's message id; an action doubles a
-// number. Parley runs it deployed as a bundle (build.mjs).
+// number; createUser and createConversation let the bot start a chat.
+// Parley runs it deployed as a bundle (build.mjs).
 'use strict'
 const sdk = require('@botpress/sdk')
 
@@ -26,6 +27,14 @@ const integration = new sdk.Integration({
   },
   unregister: async ({ ctx, webhookUrl }) => {
     await api(ctx, 'deleteWebhook', { url: webhookUrl })
+  },
+  createUser: async ({ client, tags }) => {
+    const { user } = await client.getOrCreateUser({ tags: { id: tags.id }, discriminateByTags: ['id'] })
+    return { body: JSON.stringify({ user: { id: user.id } }) }
+  },
+  createConversation: async ({ client, channel, tags }) => {
+    const { conversation } = await client.getOrCreateConversation({ channel, tags: { chatId: tags.chatId }, discriminateByTags: ['chatId'] })
+    return { body: JSON.stringify({ conversation: { id: conversation.id } }) }
   },
   actions: {
     double: async ({ input }) => ({ value: input.value * 2 }),
