@@ -178,6 +178,9 @@ func scanIntegration(r scanner) (*model.Integration, error) {
 	if err := fromJSON(disabled, &in.DisabledChannels); err != nil {
 		return nil, err
 	}
+	if len(in.DisabledChannels) == 0 {
+		in.DisabledChannels = nil
+	}
 	return &in, fromJSON(conf, &in.Configuration)
 }
 
