@@ -170,8 +170,23 @@ func (a *App) start(ctx context.Context, o options) error {
 		}
 		return credentials.MintBotToken(ctx, owner)
 	}
+	// An integration's process also gets its secrets, and its output
+	// becomes the integration's logs (integ is built just below; the
+	// supervisor calls these only once a process starts).
+	var integ *integrations.API
+	processEnv := func(ctx context.Context, owner string) ([]string, error) {
+		if id, ok := strings.CutPrefix(owner, botproc.IntegrationPrefix); ok {
+			return integ.Definitions.ProcessEnv(ctx, id)
+		}
+		return nil, nil
+	}
+	processOutput := func(owner, line string, stderr bool) {
+		if id, ok := strings.CutPrefix(owner, botproc.IntegrationPrefix); ok {
+			integ.Definitions.ProcessLine(id, line, stderr)
+		}
+	}
 	bundles := botproc.New(botproc.Options{Node: a.cfg.Node, Dir: filepath.Join(a.cfg.DataDir, "bundles"),
-		APIURL: a.URL, Token: processToken, Log: a.log})
+		APIURL: a.URL, Token: processToken, Env: processEnv, Output: processOutput, Log: a.log})
 	a.closeOnShutdown(bundles.Stop)
 	a.bundles = bundles
 	// Leases keep a conversation's turns on one node when several share
@@ -179,7 +194,7 @@ func (a *App) start(ctx context.Context, o options) error {
 	node := model.NewNodeID()
 	// Integrations: the bot's messages in the conversations they own are
 	// delivered from the signal log (the outbox hears of each commit).
-	integ := integrations.New(a.db, bundles, integrations.Options{PublicURL: a.URL, Node: node, Log: a.log})
+	integ = integrations.New(a.db, bundles, integrations.Options{PublicURL: a.URL, Node: node, Log: a.log})
 	commit := a.db.NewCommitter(queue.AfterCommit(func(sig *model.Signal) {
 		hub.Publish(sig)
 		integ.Outbox.Published(sig)

@@ -3,9 +3,7 @@ package integrations
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"encoding/base64"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -111,15 +109,9 @@ func (c *core) baseURL(ctx context.Context, def *model.IntegrationDef) (string, 
 	if c.bundles == nil {
 		return "", errors.New("this server does not run Node.js bundles")
 	}
-	return c.bundles.URL(ctx, BundleOwner(def.ID), codeVersion(def.Code), def.Code)
+	return c.bundles.URL(ctx, BundleOwner(def.ID), processVersion(def), def.Code)
 }
 
-// codeVersion names a bundle's process: its code changes, its process
-// changes.
-func codeVersion(code string) string {
-	sum := sha256.Sum256([]byte(code))
-	return hex.EncodeToString(sum[:8])
-}
 
 // call POSTs one operation to the integration installed by in.
 func (c *core) call(ctx context.Context, in *installation, op, typ string, body []byte, extra map[string]string) result {

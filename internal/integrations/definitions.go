@@ -451,7 +451,7 @@ func (s *Definitions) Update(ctx context.Context, m Member, id string, in Defini
 	if err != nil {
 		return nil, err
 	}
-	oldCode, oldURL := d.Code, d.URL
+	oldVersion, oldURL := processVersion(d), d.URL
 	if err := s.build(d, in, true); err != nil {
 		return nil, err
 	}
@@ -459,11 +459,11 @@ func (s *Definitions) Update(ctx context.Context, m Member, id string, in Defini
 	if err := s.store.Integrations().Update(ctx, d); err != nil {
 		return nil, err
 	}
-	if d.Code != oldCode || d.URL != oldURL {
+	if processVersion(d) != oldVersion || d.URL != oldURL {
 		if s.bundles != nil {
 			keep := ""
 			if d.Code != "" {
-				keep = codeVersion(d.Code)
+				keep = processVersion(d)
 			}
 			s.bundles.Retire(BundleOwner(d.ID), keep)
 		}

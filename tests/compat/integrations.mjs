@@ -90,6 +90,7 @@ const definition = (name, version) => ({
   events: { reaction: { schema: z.object({ emoji: z.string() }).toJSONSchema() } },
   states: { lastUpdate: { type: 'conversation', schema: z.object({ id: z.number() }).toJSONSchema() } },
   user: { tags: { id: {} }, creation: { enabled: true, requiredTags: ['id'] } },
+  secrets: { GREETING: 'hello-secret' },
   code: fs.readFileSync(env('INTEGRATION_BUNDLE'), 'utf8'),
 })
 
@@ -115,6 +116,7 @@ await scenario('createIntegration, its validation, reads and lists', async () =>
   assert.equal(integration.actions.double.input.schema.type, 'object')
   assert.equal(integration.configuration.identifier.required, false)
   assert.equal(integration.public, false)
+  assert.deepEqual(integration.secrets, ['GREETING'])
   await apiError(admin.createIntegration(definition('fakechat', '0.1.0')), 409, 'the same name and version twice')
 
   const { integration: got } = await admin.getIntegration({ id: integration.id })
@@ -274,7 +276,7 @@ await scenario('the Webhook interface: any method and sub-path, the response com
   const res = await fetch(`${webhookUrl}/echo?x=1&y=2`, { method: 'PUT', body: 'abc' })
   assert.equal(res.status, 202)
   assert.equal(res.headers.get('x-fakechat'), 'echo')
-  assert.deepEqual(await res.json(), { method: 'PUT', query: 'x=1&y=2', size: 3 })
+  assert.deepEqual(await res.json(), { method: 'PUT', query: 'x=1&y=2', size: 3, secret: 'hello-secret' })
   const unknown = await fetch(`${apiUrl}/00000000-0000-4000-8000-000000000000`, { method: 'POST', body: '{}' })
   assert.equal(unknown.status, 404)
   const body = await unknown.json()
@@ -337,6 +339,10 @@ await scenario('failures are in the integration logs and the bot issues; registr
   await apiError(admin.getIntegrationLogs({ id: integration.id }), 400, 'logs without timeStart')
   const { logs } = await admin.getIntegrationLogs({ id: integration.id, timeStart: new Date(Date.now() - 3600e3).toISOString() })
   assert.ok(logs.some((l) => l.level === 'error' && /register failed/.test(l.message)), JSON.stringify(logs))
+  assert.ok(logs.some((l) => l.level === 'info' && l.message === 'update 1 received'), 'the integration logger\'s lines: ' + JSON.stringify(logs))
+  const { logs: found } = await admin.getIntegrationLogs({ id: integration.id, timeStart: new Date(Date.now() - 3600e3).toISOString(),
+    messageContains: 'UPDATE 2 RECEIVED' })
+  assert.deepEqual(found.map((l) => l.message), ['update 2 received'])
   await apiError(other.getIntegrationLogs({ id: integration.id, timeStart: new Date().toISOString() }), 404, 'logs of another workspace')
   const { issues } = await admin.listBotIssues({ id: bot.id })
   assert.ok(issues.some((i) => i.code === 'integration_register_failed'), JSON.stringify(issues))

@@ -57,11 +57,13 @@ const integration = new sdk.Integration({
       },
     },
   },
-  handler: async ({ req, client, ctx }) => {
+  handler: async ({ req, client, ctx, logger }) => {
     if (req.path === '/echo') {
-      return { status: 202, headers: { 'x-fakechat': 'echo' }, body: JSON.stringify({ method: req.method, query: req.query, size: (req.body || '').length }) }
+      return { status: 202, headers: { 'x-fakechat': 'echo' },
+        body: JSON.stringify({ method: req.method, query: req.query, size: (req.body || '').length, secret: process.env.SECRET_GREETING }) }
     }
     const update = JSON.parse(req.body)
+    logger.forBot().info(`update ${update.update_id} received`)
     if (update.event) {
       await client.createEvent({ type: 'reaction', payload: { emoji: update.event } })
       return { status: 200, body: '{}' }
