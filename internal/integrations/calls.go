@@ -112,7 +112,6 @@ func (c *core) baseURL(ctx context.Context, def *model.IntegrationDef) (string, 
 	return c.bundles.URL(ctx, BundleOwner(def.ID), processVersion(def), def.Code)
 }
 
-
 // call POSTs one operation to the integration installed by in.
 func (c *core) call(ctx context.Context, in *installation, op, typ string, body []byte, extra map[string]string) result {
 	started := time.Now()

@@ -70,4 +70,3 @@ func (s *Definitions) ProcessLine(integrationID, line string, stderr bool) {
 	}
 	s.logLines(context.Background(), l)
 }
-
