@@ -15,7 +15,7 @@ type Actions struct{ *core }
 
 // actionAttempts bounds the calls of one action to an integration that
 // cannot be reached (its process starting).
-const actionAttempts = 4
+const actionAttempts = 8
 
 // CallAction runs an integration's action for a bot. handled is false
 // when typ names no integration the bot installed (the caller then tries
@@ -47,6 +47,11 @@ func (s *Actions) CallAction(ctx context.Context, botID, typ string, input json.
 	res := s.callRetrying(ctx, in, actionAttempts, result.isUnsent, OpActionTriggered, name, body, nil)
 	if !res.ok() {
 		s.failed(ctx, in, "action", res)
+		if res.retry() {
+			// Not reached, or failed in the middle (its process died):
+			// 502, which the SDK's clients retry.
+			return nil, true, model.Errorf(model.ErrUnavailable, "action %s: the integration %s could not be reached: %s", typ, alias, res.describe())
+		}
 		return nil, true, model.Errorf(model.ErrRuntime, "action %s failed: %s", typ, res.describe())
 	}
 	var answer struct {

@@ -276,7 +276,10 @@ await scenario('the Webhook interface: any method and sub-path, the response com
   const res = await fetch(`${webhookUrl}/echo?x=1&y=2`, { method: 'PUT', body: 'abc' })
   assert.equal(res.status, 202)
   assert.equal(res.headers.get('x-fakechat'), 'echo')
-  assert.deepEqual(await res.json(), { method: 'PUT', query: 'x=1&y=2', size: 3, secret: 'hello-secret' })
+  const echo = await res.json()
+  assert.ok(echo.pid > 0)
+  delete echo.pid
+  assert.deepEqual(echo, { method: 'PUT', query: 'x=1&y=2', size: 3, secret: 'hello-secret' })
   const unknown = await fetch(`${apiUrl}/00000000-0000-4000-8000-000000000000`, { method: 'POST', body: '{}' })
   assert.equal(unknown.status, 404)
   const body = await unknown.json()
@@ -368,6 +371,50 @@ await scenario('deleteIntegration, and the operations Parley does not serve', as
     const err = await apiError(call(), 405, what)
     assert.equal(err.type, 'MethodNotFound', what)
   }
+})
+
+await scenario('the integration process killed (SIGKILL) while updates arrive: every update answered, in order per chat', async () => {
+  const pidOf = async () => (await (await fetch(`${webhookUrl}/echo`)).json()).pid
+  const pid = await pidOf()
+  const chats = [901, 902, 903]
+  const perChat = 8
+  let sent = 0
+  let retried = 0
+  // The channel's servers retry an update until the webhook answers 200.
+  const post = async (update) => {
+    for (let i = 0; ; i++) {
+      try {
+        const res = await fetch(webhookUrl, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(update) })
+        await res.text()
+        if (res.status === 200) return
+      } catch {}
+      retried++
+      if (i > 100) throw new Error(`update ${update.update_id} never accepted`)
+      await new Promise((r) => setTimeout(r, 100))
+    }
+  }
+  await Promise.all(chats.map(async (chat, ci) => {
+    for (let k = 0; k < perChat; k++) {
+      await post({ update_id: 5000 + ci * 100 + k, from: 500 + ci, chat, text: `load ${chat} ${k}` })
+      if (++sent === 10) process.kill(pid, 'SIGKILL')
+    }
+  }))
+  const texts = (chat) => calls.filter((c) => c.method === 'sendMessage' && c.body.chat_id === String(chat)).map((c) => c.body.text)
+  const want = (chat) => Array.from({ length: perChat }, (_, k) => `load ${chat} ${k}`).map((t) => `sdk[fakechat/${chat}]: ${t} (${2 * t.length})`)
+  await waitFor('every reply', () => chats.every((chat) => new Set(texts(chat)).size >= perChat), 60000)
+  let duplicates = 0
+  for (const chat of chats) {
+    const got = texts(chat)
+    const firsts = got.filter((t, i) => got.indexOf(t) === i)
+    assert.deepEqual(firsts, want(chat), `chat ${chat}: every update answered, in order`)
+    duplicates += got.length - firsts.length
+  }
+  const now = await pidOf()
+  assert.ok(now !== pid, 'the integration process was replaced')
+  console.error(`kill test: ${sent} updates, ${retried} webhook retries by the sender, ${duplicates} duplicate sends`)
+  // Delivery is at least once: a message whose sendMessage went out just
+  // before the kill, and not its ack, is sent again (one per chat at most).
+  assert.ok(duplicates <= chats.length, `${duplicates} replies sent twice`)
 })
 
 fake.close()

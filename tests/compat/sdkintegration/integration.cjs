@@ -42,7 +42,8 @@ const integration = new sdk.Integration({
   channels: {
     chat: {
       messages: {
-        text: async ({ ctx, conversation, payload, ack }) => {
+        text: async ({ ctx, conversation, message, payload, ack }) => {
+          if (message.tags.id) return // delivered again, but already sent and acked
           const sent = await api(ctx, 'sendMessage', { chat_id: conversation.tags.chatId, text: payload.text })
           await ack({ tags: { id: String(sent.message_id) } })
         },
@@ -60,7 +61,8 @@ const integration = new sdk.Integration({
   handler: async ({ req, client, ctx, logger }) => {
     if (req.path === '/echo') {
       return { status: 202, headers: { 'x-fakechat': 'echo' },
-        body: JSON.stringify({ method: req.method, query: req.query, size: (req.body || '').length, secret: process.env.SECRET_GREETING }) }
+        body: JSON.stringify({ method: req.method, query: req.query, size: (req.body || '').length, secret: process.env.SECRET_GREETING,
+          pid: process.pid }) }
     }
     const update = JSON.parse(req.body)
     logger.forBot().info(`update ${update.update_id} received`)
@@ -76,12 +78,15 @@ const integration = new sdk.Integration({
     })
     if (conversation.tags.chatId !== String(update.chat)) throw new Error('conversation tags are not the integration\'s own')
     await client.setState({ type: 'conversation', id: conversation.id, name: 'lastUpdate', payload: { id: update.update_id } })
-    await client.createMessage({
+    // An update delivered again (the channel retries after a failure) is
+    // the same message: no second turn for the bot.
+    await client.getOrCreateMessage({
       conversationId: conversation.id,
       userId: user.id,
       type: 'text',
       payload: { text: update.text },
       tags: { id: String(update.update_id) },
+      discriminateByTags: ['id'],
     })
     return { status: 200, body: JSON.stringify({ ok: true }) }
   },
