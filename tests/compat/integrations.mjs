@@ -314,6 +314,10 @@ await scenario('a sandbox JavaScript bot with the integration', async () => {
     const r = await client.callAction({ type: 'fakechat:double', input: { value: message.payload.text.length } })
     await client.createMessage({ conversationId: message.conversationId,
       payload: { type: 'text', text: 'js[' + event.integration + ']: ' + message.payload.text + ' (' + r.output.value + ')' } })
+  })
+  bot.on.event('fakechat:reaction', async ({ event, client }) => {
+    await client.createMessage({ conversationId: event.conversationId,
+      payload: { type: 'text', text: 'reaction ' + event.payload.emoji + ' on ' + event.integration } })
   })`
   const { bot: created } = await admin.createBot({ name: 'js-with-fakechat', code })
   const { bot } = await admin.updateBot({ id: created.id, integrations: { fakechat: { enabled: true,
@@ -324,6 +328,11 @@ await scenario('a sandbox JavaScript bot with the integration', async () => {
   await sendUpdate(entry.webhookUrl, { update_id: 10, from: 8, chat: 77, text: 'hi' })
   const sent = await waitFor('the reply', () => calls.find((c) => c.method === 'sendMessage' && c.body.chat_id === '77'))
   assert.equal(sent.body.text, 'js[fakechat]: hi (4)')
+  // The integration's event, named after it, is the bot's turn too.
+  await sendUpdate(entry.webhookUrl, { update_id: 11, chat: 77, event: 'thumbs-up' })
+  const reaction = await waitFor('the reaction', () => calls.find((c) => c.method === 'sendMessage' && c.body.chat_id === '77' &&
+    c.body.text.startsWith('reaction')))
+  assert.equal(reaction.body.text, 'reaction thumbs-up on fakechat')
   // removing the integration unregisters it
   await admin.updateBot({ id: bot.id, integrations: { fakechat: null } })
   assert.ok(calls.find((c) => c.method === 'deleteWebhook' && c.body.url === entry.webhookUrl), 'unregister was called')

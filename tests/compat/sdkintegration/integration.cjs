@@ -67,7 +67,9 @@ const integration = new sdk.Integration({
     const update = JSON.parse(req.body)
     logger.forBot().info(`update ${update.update_id} received`)
     if (update.event) {
-      await client.createEvent({ type: 'reaction', payload: { emoji: update.event } })
+      const { conversation } = await client.getOrCreateConversation({ channel: 'chat', tags: { chatId: String(update.chat) },
+        discriminateByTags: ['chatId'] })
+      await client.createEvent({ type: 'reaction', conversationId: conversation.id, payload: { emoji: update.event } })
       return { status: 200, body: '{}' }
     }
     const { user } = await client.getOrCreateUser({ tags: { id: String(update.from) }, discriminateByTags: ['id'] })
