@@ -40,9 +40,13 @@ type WebhookResponse struct {
 // cannot be reached (its process restarting).
 const webhookAttempts = 7
 
-// Handle forwards a request to the integration installed with webhookID.
-// Unknown or built-in webhook ids, and disabled entries, are not found.
-func (s *Webhooks) Handle(ctx context.Context, webhookID string, req WebhookRequest) (*WebhookResponse, error) {
+// Target is the integration entry a webhook id reaches (Resolve).
+type Target struct{ in *installation }
+
+// Resolve finds the integration installed with webhookID, before the
+// request's body is read. Unknown or built-in webhook ids, and disabled
+// entries, are not found.
+func (s *Webhooks) Resolve(ctx context.Context, webhookID string) (*Target, error) {
 	entry, err := s.store.Bots().IntegrationByWebhook(ctx, webhookID)
 	if err != nil {
 		return nil, orNotFound(err, "Webhook", webhookID)
@@ -54,7 +58,13 @@ func (s *Webhooks) Handle(ctx context.Context, webhookID string, req WebhookRequ
 	if err != nil {
 		return nil, orNotFound(err, "Webhook", webhookID)
 	}
-	in := &installation{def: def, entry: entry}
+	return &Target{in: &installation{def: def, entry: entry}}, nil
+}
+
+// Forward sends a request to the integration (webhook_received) and
+// returns its answer.
+func (s *Webhooks) Forward(ctx context.Context, t *Target, req WebhookRequest) (*WebhookResponse, error) {
+	in := t.in
 	r := map[string]any{"method": req.Method, "path": req.Path, "query": req.Query, "headers": req.Headers}
 	if len(req.Body) > 0 {
 		r["body"] = string(req.Body)
@@ -66,10 +76,10 @@ func (s *Webhooks) Handle(ctx context.Context, webhookID string, req WebhookRequ
 	res := s.callRetrying(ctx, in, webhookAttempts, result.isUnsent, OpWebhookReceived, OpWebhookReceived, body, nil)
 	if res.err != nil {
 		s.failed(ctx, in, "webhook", res)
-		return nil, model.Errorf(model.ErrTimeout, "the integration %s could not be reached: %v", entry.Name, res.err)
+		return nil, model.Errorf(model.ErrTimeout, "the integration %s could not be reached: %v", in.entry.Name, res.err)
 	}
 	if res.status >= 400 {
-		s.logLines(ctx, &model.IntegrationLog{IntegrationID: def.ID, BotID: entry.BotID, Level: "error",
+		s.logLines(ctx, &model.IntegrationLog{IntegrationID: in.def.ID, BotID: in.entry.BotID, Level: "error",
 			Message: "webhook " + req.Method + " " + req.Path + ": " + res.describe()})
 	}
 	h := http.Header{}

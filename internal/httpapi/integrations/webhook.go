@@ -21,6 +21,11 @@ var WebhookPatterns = []string{"/{webhookId}", "/{webhookId}/{path...}"}
 // 404, both with the standard error body.
 func NewWebhookHandler(webhooks *integrations.Webhooks) http.Handler {
 	h := httpx.Handler(func(w http.ResponseWriter, r *http.Request) error {
+		// The webhook id first: an unknown one costs no body read.
+		target, err := webhooks.Resolve(r.Context(), r.PathValue("webhookId"))
+		if err != nil {
+			return err
+		}
 		body, err := io.ReadAll(r.Body)
 		if err != nil {
 			var tooBig *http.MaxBytesError
@@ -34,7 +39,7 @@ func NewWebhookHandler(webhooks *integrations.Webhooks) http.Handler {
 			headers[strings.ToLower(k)] = strings.Join(vs, ", ")
 		}
 		path := "/" + r.PathValue("path")
-		res, err := webhooks.Handle(r.Context(), r.PathValue("webhookId"), integrations.WebhookRequest{Method: r.Method,
+		res, err := webhooks.Forward(r.Context(), target, integrations.WebhookRequest{Method: r.Method,
 			Path: path, Query: r.URL.RawQuery, Headers: headers, Body: body})
 		if err != nil {
 			return err

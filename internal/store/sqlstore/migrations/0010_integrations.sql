@@ -49,6 +49,9 @@ CREATE TABLE integration_logs (
 );
 CREATE INDEX integration_logs_time ON integration_logs (integration_id, time, id);
 
+-- The outbox's sweep reads an installed integration's conversations.
+CREATE INDEX conversations_integration ON conversations (bot_id, integration);
+
 CREATE TABLE integration_deliveries (
     bot_id          TEXT NOT NULL,
     conversation_id TEXT NOT NULL,
