@@ -62,15 +62,20 @@ func (s *Installs) CheckConfiguration(def *model.IntegrationDef, path, configura
 }
 
 // registerAttempts bounds the calls of one register or unregister (the
-// integration's process may be starting).
-const registerAttempts = 4
+// integration's process may be starting); registerTimeout bounds them all
+// for one update of a bot.
+const (
+	registerAttempts = 4
+	registerTimeout  = 30 * time.Second
+)
 
 // Changed calls register for the entries installed or changed and
 // unregister for the removed ones, and records each installed entry's
 // status (registered, or registration_failed with the reason). Failures
 // are also in the integration's logs and the bot's issues.
 func (s *Installs) Changed(ctx context.Context, botID string, changed, removed []*model.Integration) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 90*time.Second)
+	// Bounded: the bot's update waits for it.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), registerTimeout)
 	defer cancel()
 	for _, e := range removed {
 		def, err := s.store.Integrations().Get(ctx, e.IntegrationID)

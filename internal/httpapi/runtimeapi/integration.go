@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/parley-bots/parley/internal/httpapi/httpx"
 	"github.com/parley-bots/parley/internal/model"
 	rt "github.com/parley-bots/parley/internal/runtimeapi"
 )
@@ -173,5 +172,3 @@ func (h actionsOps) configureIntegration(w http.ResponseWriter, r *http.Request,
 	}
 	return ok(w, empty)
 }
-
-var _ = httpx.Handler(nil)
