@@ -298,6 +298,13 @@ await scenario('the integration acts with its own credential: tags its own, conf
   const rt = new Client({ apiUrl, token: env('TOKEN'), botId: sdkBot.id })
   const { user: asBot } = await rt.getUser({ id: user.id })
   assert.deepEqual(asBot.tags, { 'fakechat:id': 'x1' })
+  // Files: upsertFile, the upload, getFile, with the integration's credential.
+  const { file } = await as.upsertFile({ key: 'fakechat/photo.txt', size: 5 })
+  const up = await fetch(file.uploadUrl, { method: 'PUT', body: 'photo' })
+  assert.ok(up.ok, `upload: ${up.status}`)
+  const { file: got } = await as.getFile({ id: file.id })
+  assert.equal(got.key, 'fakechat/photo.txt')
+  assert.equal(got.status, 'upload_completed')
   await as.configureIntegration({ identifier: 'account-9' })
   const { bot } = await admin.getBot({ id: sdkBot.id })
   assert.equal(bot.integrations.fakechat.identifier, 'account-9')
