@@ -370,6 +370,9 @@ func writeIntegrations(ctx context.Context, tx store.Store, b *model.Bot, patch 
 			if w.IntegrationID != nil {
 				id = *w.IntegrationID
 			}
+			if id == "" && cur != nil && cur.IntegrationID != "" {
+				id = cur.IntegrationID // a change of an installed entry: its integration checks it again
+			}
 			if def, err = inst.Resolve(ctx, b.WorkspaceID, name, id); err != nil {
 				return nil, nil, err
 			}

@@ -206,6 +206,9 @@ await scenario('installing on an SDK bot: configuration checked, register called
   const reg = calls.find((c) => c.method === 'setWebhook' && c.body.botId === sdkBot.id)
   assert.ok(reg, 'register set the webhook')
   assert.equal(reg.body.url, webhookUrl)
+  // A later change of the entry, without integrationId, is checked too.
+  await apiError(admin.updateBot({ id: sdkBot.id, integrations: { fakechat: { configuration: { token: null } } } }), 400,
+    'removing the required token from the installed entry')
   const { integrations: installed } = await admin.listIntegrations({ installedByBotId: sdkBot.id })
   assert.deepEqual(installed.map((i) => i.id), [integration.id])
   await apiError(admin.deleteIntegration({ id: integration.id }), 400, 'deleting an installed integration')
