@@ -69,9 +69,10 @@ const (
 	registerTimeout  = 30 * time.Second
 )
 
-// Changed calls register for the entries installed or changed and
-// unregister for the removed ones, and records each installed entry's
-// status (registered, or registration_failed with the reason). Failures
+// Changed calls register for the entries installed or changed (unregister
+// for a disabled one) and unregister for the removed ones, and records
+// each entry's status (registered, unregistered, or *_failed with the
+// reason). Failures
 // are also in the integration's logs and the bot's issues.
 func (s *Installs) Changed(ctx context.Context, botID string, changed, removed []*model.Integration) {
 	// Bounded: the bot's update waits for it.
@@ -95,13 +96,21 @@ func (s *Installs) Changed(ctx context.Context, botID string, changed, removed [
 			continue
 		}
 		in := &installation{def: def, entry: e}
+		body, _ := json.Marshal(map[string]string{"webhookUrl": s.WebhookURL(e.WebhookID)})
 		status, reason := model.IntegrationRegistered, ""
 		if e.Enabled {
-			body, _ := json.Marshal(map[string]string{"webhookUrl": s.WebhookURL(e.WebhookID)})
 			res := s.callRetrying(ctx, in, registerAttempts, result.retry, OpRegister, OpRegister, body, nil)
 			if !res.ok() {
 				status, reason = model.IntegrationRegistrationFailed, res.describe()
 				s.failed(ctx, in, "register", res)
+			}
+		} else {
+			// Disabled: unregistered, and its webhook answers 404.
+			status = model.IntegrationUnregistered
+			res := s.callRetrying(ctx, in, registerAttempts, result.retry, OpUnregister, OpUnregister, body, nil)
+			if !res.ok() {
+				status, reason = model.IntegrationUnregistrationFailed, res.describe()
+				s.failed(ctx, in, "unregister", res)
 			}
 		}
 		s.setStatus(ctx, botID, e.Name, status, reason)

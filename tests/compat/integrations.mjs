@@ -343,9 +343,17 @@ await scenario('a sandbox JavaScript bot with the integration', async () => {
   const reaction = await waitFor('the reaction', () => calls.find((c) => c.method === 'sendMessage' && c.body.chat_id === '77' &&
     c.body.text.startsWith('reaction')))
   assert.equal(reaction.body.text, 'reaction thumbs-up on fakechat')
+  // disabling unregisters it, enabling registers it again
+  const { bot: off } = await admin.updateBot({ id: bot.id, integrations: { fakechat: { enabled: false } } })
+  assert.equal(off.integrations.fakechat.status, 'unregistered')
+  assert.equal(calls.filter((c) => c.method === 'deleteWebhook' && c.body.url === entry.webhookUrl).length, 1)
+  assert.equal((await fetch(entry.webhookUrl, { method: 'POST', body: '{}' })).status, 404, 'a disabled entry\'s webhook')
+  const { bot: on } = await admin.updateBot({ id: bot.id, integrations: { fakechat: { enabled: true } } })
+  assert.equal(on.integrations.fakechat.status, 'registered')
+  assert.equal(calls.filter((c) => c.method === 'setWebhook' && c.body.botId === bot.id).length, 2)
   // removing the integration unregisters it
   await admin.updateBot({ id: bot.id, integrations: { fakechat: null } })
-  assert.ok(calls.find((c) => c.method === 'deleteWebhook' && c.body.url === entry.webhookUrl), 'unregister was called')
+  assert.equal(calls.filter((c) => c.method === 'deleteWebhook' && c.body.url === entry.webhookUrl).length, 2, 'unregister was called')
   const gone = await fetch(entry.webhookUrl, { method: 'POST', body: '{}' })
   assert.equal(gone.status, 404)
   await admin.deleteBot({ id: bot.id })
