@@ -39,6 +39,24 @@ type BotObserver interface {
 	BotChanged(botID string)
 }
 
+// IntegrationInstaller is what bots need of the integrations they install
+// (package integrations, passed by app.start): finding the integration an
+// entry of bot.integrations names, checking its configuration, and the
+// integration's register and unregister calls.
+type IntegrationInstaller interface {
+	// Resolve returns the published integration an entry installs: key is
+	// the entry's key (an alias, or an integration id), integrationID its
+	// integrationId ("" when absent). nil, nil when the entry names no
+	// published integration and has no integrationId.
+	Resolve(ctx context.Context, workspaceID, key, integrationID string) (*model.IntegrationDef, error)
+	// CheckConfiguration validates an entry's configuration against the
+	// integration's schema: a 400 names the field under path.
+	CheckConfiguration(def *model.IntegrationDef, path, configurationType string, configuration map[string]any) error
+	// Changed runs after the commit: register for the entries installed
+	// or changed, unregister for the removed ones; it records their status.
+	Changed(ctx context.Context, botID string, changed, removed []*model.Integration)
+}
+
 // audit records a mutating admin call.
 func audit(ctx context.Context, tx store.Store, workspaceID string, p *Principal, action model.AuditAction, resourceID, resourceName, value string) error {
 	r := &model.AuditRecord{ID: model.NewID(), WorkspaceID: workspaceID, RecordedAt: model.Now(),

@@ -13,15 +13,35 @@ import (
 // versions and deployments, logs, issues, API keys, bot JSON, and the
 // conversations browser of the dashboard.
 type Bots struct {
-	store     store.Store
-	compiler  Compiler
-	observers []BotObserver
+	store        store.Store
+	compiler     Compiler
+	integrations IntegrationInstaller
+	observers    []BotObserver
 }
 
 // NewBots returns the bot operations. compiler checks code before it is
-// deployed; observers hear of every committed bot change.
-func NewBots(st store.Store, compiler Compiler, observers ...BotObserver) *Bots {
-	return &Bots{store: st, compiler: compiler, observers: observers}
+// deployed; integrations (nil: none but the built-in ones) resolves and
+// registers the integrations bots install; observers hear of every
+// committed bot change.
+func NewBots(st store.Store, compiler Compiler, integrations IntegrationInstaller, observers ...BotObserver) *Bots {
+	return &Bots{store: st, compiler: compiler, integrations: integrations, observers: observers}
+}
+
+// installed tells the installer, after the commit, of the bot's custom
+// integrations installed, changed or removed, and returns the bot's view
+// again with their status when there were some.
+func (s *Bots) installed(ctx context.Context, botID string, view *BotView, changed, removed []*model.Integration) *BotView {
+	if s.integrations == nil || len(changed)+len(removed) == 0 {
+		return view
+	}
+	s.integrations.Changed(ctx, botID, changed, removed)
+	if view == nil {
+		return nil
+	}
+	if v, err := botView(ctx, s.store, view.Bot); err == nil {
+		return v
+	}
+	return view
 }
 
 // changed tells the observers, after the commit, that a bot changed.
@@ -51,6 +71,7 @@ func (s *Bots) Create(ctx context.Context, c *Caller, in BotWrite) (*BotView, er
 		return nil, err
 	}
 	var view *BotView
+	var changed []*model.Integration
 	err := s.store.InTx(ctx, func(tx store.Store) error {
 		if err := tx.Bots().Create(ctx, b); err != nil {
 			return err
@@ -58,7 +79,8 @@ func (s *Bots) Create(ctx context.Context, c *Caller, in BotWrite) (*BotView, er
 		if err := EnsureBuiltinIntegrations(ctx, tx, b.ID); err != nil {
 			return err
 		}
-		if err := writeIntegrations(ctx, tx, b.ID, in.Integrations); err != nil {
+		var err error
+		if changed, _, err = writeIntegrations(ctx, tx, b, in.Integrations, s.integrations); err != nil {
 			return err
 		}
 		if in.Code != nil && *in.Code != "" {
@@ -72,11 +94,13 @@ func (s *Bots) Create(ctx context.Context, c *Caller, in BotWrite) (*BotView, er
 		if err := audit(ctx, tx, c.Workspace.ID, &c.Principal, model.AuditCreateBot, b.ID, b.Name, ""); err != nil {
 			return err
 		}
-		var err error
 		view, err = botView(ctx, tx, b)
 		return err
 	})
-	return view, err
+	if err != nil {
+		return nil, err
+	}
+	return s.installed(ctx, b.ID, view, changed, nil), nil
 }
 
 // Get returns a bot of the caller's workspace. The secrets of its
@@ -110,7 +134,19 @@ func botView(ctx context.Context, st store.Store, b *model.Bot) (*BotView, error
 	if err != nil {
 		return nil, err
 	}
-	return &BotView{Bot: b, Integrations: ins}, nil
+	defs := map[string]*model.IntegrationDef{}
+	for _, in := range ins {
+		if in.IntegrationID == "" || defs[in.IntegrationID] != nil {
+			continue
+		}
+		d, err := st.Integrations().Get(ctx, in.IntegrationID)
+		if err == nil {
+			defs[d.ID] = d
+		} else if !model.IsNotFound(err) {
+			return nil, err
+		}
+	}
+	return &BotView{Bot: b, Integrations: ins, Definitions: defs}, nil
 }
 
 // Update merges a partial update into a bot. A change of code creates a
@@ -120,6 +156,7 @@ func (s *Bots) Update(ctx context.Context, c *Caller, id string, in BotWrite) (*
 		return nil, err
 	}
 	var view *BotView
+	var changed, removed []*model.Integration
 	err := s.store.InTx(ctx, func(tx store.Store) error {
 		b, err := tx.Bots().Get(ctx, c.Workspace.ID, id)
 		if err != nil {
@@ -140,7 +177,7 @@ func (s *Bots) Update(ctx context.Context, c *Caller, id string, in BotWrite) (*
 		if err := tx.Bots().Update(ctx, b); err != nil {
 			return err
 		}
-		if err := writeIntegrations(ctx, tx, b.ID, in.Integrations); err != nil {
+		if changed, removed, err = writeIntegrations(ctx, tx, b, in.Integrations, s.integrations); err != nil {
 			return err
 		}
 		if in.Integrations != nil || in.Configuration != nil {
@@ -157,7 +194,10 @@ func (s *Bots) Update(ctx context.Context, c *Caller, id string, in BotWrite) (*
 	// After the commit: the Chat API's cached scope (and encryption key)
 	// must not outlive an integration change.
 	s.changed(id)
-	return view, err
+	if err != nil {
+		return nil, err
+	}
+	return s.installed(ctx, id, view, changed, removed), nil
 }
 
 // deployCode checks the code, stores it as a new version and makes it the
@@ -187,18 +227,32 @@ func (s *Bots) Delete(ctx context.Context, c *Caller, id string) error {
 	if err := c.require("deleteBot"); err != nil {
 		return err
 	}
+	var removed []*model.Integration
 	err := s.store.InTx(ctx, func(tx store.Store) error {
 		b, err := tx.Bots().Get(ctx, c.Workspace.ID, id)
 		if err != nil {
 			return err
+		}
+		ins, err := tx.Bots().Integrations(ctx, id)
+		if err != nil {
+			return err
+		}
+		for _, in := range ins {
+			if in.IntegrationID != "" {
+				removed = append(removed, in)
+			}
 		}
 		if err := tx.Bots().Delete(ctx, c.Workspace.ID, id); err != nil {
 			return err
 		}
 		return audit(ctx, tx, c.Workspace.ID, &c.Principal, model.AuditDeleteBot, b.ID, b.Name, "")
 	})
-	// After the commit: drop what others cache of the bot.
+	// After the commit: drop what others cache of the bot; its
+	// integrations are unregistered.
 	s.changed(id)
+	if err == nil {
+		s.installed(ctx, id, nil, nil, removed)
+	}
 	return err
 }
 

@@ -77,6 +77,9 @@ type Media struct {
 type BotView struct {
 	Bot          *model.Bot
 	Integrations []*model.Integration
+	// Definitions are the published integrations the entries install, by
+	// id.
+	Definitions map[string]*model.IntegrationDef
 }
 
 // Limits on bot fields (the Botpress API's).
@@ -314,43 +317,88 @@ func checkPlugin(path string, v map[string]any) error {
 
 // writeIntegrations applies integration changes. Built-in integrations can
 // be disabled but not removed; their configuration is merged key by key so
-// that toggling one does not rotate its keys.
-func writeIntegrations(ctx context.Context, tx store.Store, botID string, patch map[string]*IntegrationWrite) error {
+// that toggling one does not rotate its keys. An entry that installs a
+// published integration (keyed by its id, or by an alias with
+// integrationId) is checked against the integration's configuration
+// schema; the entries installed or changed, and those removed, are
+// returned for the installer's register and unregister calls after the
+// commit.
+func writeIntegrations(ctx context.Context, tx store.Store, b *model.Bot, patch map[string]*IntegrationWrite, inst IntegrationInstaller) (changed, removed []*model.Integration, err error) {
 	if len(patch) == 0 {
-		return nil
+		return nil, nil, nil
 	}
-	existing, err := tx.Bots().Integrations(ctx, botID)
+	existing, err := tx.Bots().Integrations(ctx, b.ID)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	byName := map[string]*model.Integration{}
 	for _, in := range existing {
 		byName[in.Name] = in
+		if in.IntegrationID != "" {
+			if _, taken := byName[in.IntegrationID]; !taken {
+				byName[in.IntegrationID] = in // an entry keyed by the integration's id finds its alias
+			}
+		}
 	}
 	now := model.Now()
-	for name, w := range patch {
+	keys := make([]string, 0, len(patch))
+	for k := range patch {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, name := range keys {
+		w := patch[name]
 		builtin := name == model.IntegrationChat || name == model.IntegrationWebchat
 		cur := byName[name]
 		if w == nil {
 			if builtin {
-				return model.Invalid("integrations.%s: a built-in integration cannot be removed; set enabled to false", name)
+				return nil, nil, model.Invalid("integrations.%s: a built-in integration cannot be removed; set enabled to false", name)
 			}
 			if cur != nil {
-				if err := tx.Bots().DeleteIntegration(ctx, botID, name); err != nil {
-					return err
+				if err := tx.Bots().DeleteIntegration(ctx, b.ID, cur.Name); err != nil {
+					return nil, nil, err
+				}
+				if cur.IntegrationID != "" {
+					removed = append(removed, cur)
 				}
 			}
 			continue
 		}
+		var def *model.IntegrationDef
+		if !builtin && name != model.IntegrationWebhook && inst != nil {
+			id := ""
+			if w.IntegrationID != nil {
+				id = *w.IntegrationID
+			}
+			if id == "" && cur != nil && cur.IntegrationID != "" {
+				id = cur.IntegrationID // a change of an installed entry: its integration checks it again
+			}
+			if def, err = inst.Resolve(ctx, b.WorkspaceID, name, id); err != nil {
+				return nil, nil, err
+			}
+		}
 		if cur == nil {
-			cur = &model.Integration{BotID: botID, Name: name, Enabled: true, WebhookID: model.NewSecret("wh_"),
-				Configuration: map[string]any{}, CreatedAt: now}
-			if name == model.IntegrationWebhook {
-				cur.WebhookID = newWebhookID()
+			alias := name
+			if def != nil && (w.IntegrationID == nil || *w.IntegrationID == "") {
+				alias = def.Name // keyed by the integration's id: its name is the alias
+				cur = byName[alias]
+			}
+			if cur == nil {
+				cur = &model.Integration{BotID: b.ID, Name: alias, Enabled: true, WebhookID: model.NewSecret("wh_"),
+					Configuration: map[string]any{}, CreatedAt: now}
+				if def != nil || name == model.IntegrationWebhook {
+					cur.WebhookID = newWebhookID()
+				}
 			}
 		}
 		if w.Enabled != nil {
 			cur.Enabled = *w.Enabled
+		}
+		if w.ConfigurationType != nil {
+			cur.ConfigurationType = *w.ConfigurationType
+		}
+		if w.DisabledChannels != nil {
+			cur.DisabledChannels = w.DisabledChannels
 		}
 		for k, v := range w.Configuration {
 			if v == nil {
@@ -363,25 +411,35 @@ func writeIntegrations(ctx context.Context, tx store.Store, botID string, patch 
 			key, ok := cur.Configuration[model.ChatEncryptionKey].(string)
 			if !ok || key == "" {
 				if _, present := w.Configuration[model.ChatEncryptionKey]; present {
-					return model.Invalid("integrations.chat.configuration.encryptionKey: must be a non-empty string")
+					return nil, nil, model.Invalid("integrations.chat.configuration.encryptionKey: must be a non-empty string")
 				}
 				cur.Configuration[model.ChatEncryptionKey] = model.NewSecret("")
 			}
 		}
 		if name == model.IntegrationWebhook {
 			if err := checkWebhookConfiguration(cur.Configuration); err != nil {
-				return err
+				return nil, nil, err
 			}
 		}
 		if _, err := json.Marshal(cur.Configuration); err != nil {
-			return model.Invalid("integrations.%s.configuration: %v", name, err)
+			return nil, nil, model.Invalid("integrations.%s.configuration: %v", name, err)
+		}
+		if def != nil {
+			if err := inst.CheckConfiguration(def, "integrations."+name, cur.ConfigurationType, cur.Configuration); err != nil {
+				return nil, nil, err
+			}
+			cur.IntegrationID = def.ID
+			cur.Status, cur.StatusReason = model.IntegrationRegistrationPending, ""
 		}
 		cur.UpdatedAt = now
 		if err := tx.Bots().PutIntegration(ctx, cur); err != nil {
-			return err
+			return nil, nil, err
+		}
+		if def != nil {
+			changed = append(changed, cur)
 		}
 	}
-	return nil
+	return changed, removed, nil
 }
 
 // checkWebhookConfiguration checks the built-in webhook integration's

@@ -21,11 +21,13 @@ import (
 	"github.com/parley-bots/parley/internal/httpapi/chat"
 	fileshttp "github.com/parley-bots/parley/internal/httpapi/files"
 	"github.com/parley-bots/parley/internal/httpapi/httpx"
+	integrationshttp "github.com/parley-bots/parley/internal/httpapi/integrations"
 	"github.com/parley-bots/parley/internal/httpapi/openapi"
 	runtimehttp "github.com/parley-bots/parley/internal/httpapi/runtimeapi"
 	tableshttp "github.com/parley-bots/parley/internal/httpapi/tables"
 	"github.com/parley-bots/parley/internal/httpapi/webchat"
 	"github.com/parley-bots/parley/internal/httpapi/webhook"
+	"github.com/parley-bots/parley/internal/integrations"
 	"github.com/parley-bots/parley/internal/metrics"
 	"github.com/parley-bots/parley/internal/model"
 	"github.com/parley-bots/parley/internal/realtime"
@@ -160,17 +162,48 @@ func (a *App) start(ctx context.Context, o options) error {
 	queue := turns.NewQueue()
 	met.Gauge("parley_turn_queue_depth", "Conversations with pending turns waiting for a dispatcher worker.", func() float64 { return float64(queue.Len()) })
 	met.Gauge("parley_sse_streams_open", "Open SSE streams (Chat and Webchat API listeners) on this node.", func() float64 { return float64(hub.Streams()) })
-	commit := a.db.NewCommitter(queue.AfterCommit(hub.Publish))
-	engine := runtime.New(runtime.Options{})
-	a.closeOnShutdown(engine.Close) // after the workers that run turns
-	// Deployed Node.js bundles (SDK bots) run in child processes, stopped
-	// after the workers that call them. Their BP_TOKEN is a bot token
-	// minted by the Runtime API's credentials.
+	// Deployed Node.js bundles (SDK bots and integrations) run in child
+	// processes, stopped after the workers that call them. Their BP_TOKEN
+	// is a bot token, or an integration token, minted by the Runtime API's
+	// credentials.
 	credentials := runtimeapi.NewCredentials(a.db)
+	processToken := func(ctx context.Context, owner string) (string, error) {
+		if id, ok := strings.CutPrefix(owner, botproc.IntegrationPrefix); ok {
+			return credentials.MintIntegrationToken(ctx, id)
+		}
+		return credentials.MintBotToken(ctx, owner)
+	}
+	// An integration's process also gets its secrets, and its output
+	// becomes the integration's logs (integ is built just below; the
+	// supervisor calls these only once a process starts).
+	var integ *integrations.API
+	processEnv := func(ctx context.Context, owner string) ([]string, error) {
+		if id, ok := strings.CutPrefix(owner, botproc.IntegrationPrefix); ok {
+			return integ.Definitions.ProcessEnv(ctx, id)
+		}
+		return nil, nil
+	}
+	processOutput := func(owner, line string, stderr bool) {
+		if id, ok := strings.CutPrefix(owner, botproc.IntegrationPrefix); ok {
+			integ.Definitions.ProcessLine(id, line, stderr)
+		}
+	}
 	bundles := botproc.New(botproc.Options{Node: a.cfg.Node, Dir: filepath.Join(a.cfg.DataDir, "bundles"),
-		APIURL: a.URL, Token: credentials.MintBotToken, Log: a.log})
+		APIURL: a.URL, Token: processToken, Env: processEnv, Output: processOutput, Log: a.log})
 	a.closeOnShutdown(bundles.Stop)
 	a.bundles = bundles
+	// Leases keep a conversation's turns on one node when several share
+	// the database.
+	node := model.NewNodeID()
+	// Integrations: the bot's messages in the conversations they own are
+	// delivered from the signal log (the outbox hears of each commit).
+	integ = integrations.New(a.db, bundles, integrations.Options{PublicURL: a.URL, Node: node, Log: a.log})
+	commit := a.db.NewCommitter(queue.AfterCommit(func(sig *model.Signal) {
+		hub.Publish(sig)
+		integ.Outbox.Published(sig)
+	}))
+	engine := runtime.New(runtime.Options{})
+	a.closeOnShutdown(engine.Close) // after the workers that run turns
 	sdkBots := turns.NewSDKBots(a.db, bundles, a.log)
 	// The Chat API's use cases, then the Runtime API's (bots and
 	// integrations over HTTP, and the sandbox's client through the turns
@@ -180,7 +213,8 @@ func (a *App) start(ctx context.Context, o options) error {
 	// a worker longer than MaxTurnDelay, or while MaxMessagesInFlight are
 	// being stored.
 	a.chat = conversations.NewChat(a.db, commit, hub, queue.Door(a.cfg.MaxTurnDelay, a.cfg.MaxMessagesInFlight))
-	var actions runtimeapi.ActionCaller = sdkBots
+	// callAction of '<integration>:<action>' calls the integration.
+	var actions runtimeapi.ActionCaller = actionRouter{integrations: integ.Actions, bots: sdkBots}
 	if o.actions != nil {
 		actions = o.actions
 	}
@@ -188,7 +222,7 @@ func (a *App) start(ctx context.Context, o options) error {
 	// authenticate with the Runtime API's credentials); bot code's
 	// client.searchFiles runs its search.
 	filesAPI := files.NewAPI(a.db, blobs, a.URL, a.cfg.models(), a.log)
-	a.runtimeAPI = runtimeapi.New(a.db, commit, actions, sdkBots, a.chat, filesAPI)
+	a.runtimeAPI = runtimeapi.New(a.db, commit, actions, sdkBots, a.chat, filesAPI, integ.Actions)
 	runtimeScheduler := runtimeapi.NewScheduler(a.runtimeAPI, a.log, 0)
 	// The Tables API's use cases (importTable reads the bot's uploaded
 	// files through the Files API's library, its tables.FileSource); the
@@ -200,11 +234,8 @@ func (a *App) start(ctx context.Context, o options) error {
 	if o.bots != nil {
 		resolver = o.bots
 	}
-	// Leases keep a conversation's turns on one node when several share
-	// the database.
 	// The lease TTL bounds how long a dead or stalled node's conversations
 	// wait (docs/architecture.md, "Several nodes").
-	node := model.NewNodeID()
 	leaseTTL := a.cfg.LeaseTTL
 	if leaseTTL <= 0 {
 		leaseTTL = turns.DefaultLeaseTTL
@@ -224,7 +255,7 @@ func (a *App) start(ctx context.Context, o options) error {
 	// Bot changes reach the Chat API's caches, the workflow scheduler and
 	// the bundle processes; code is checked by the runtime (sandbox
 	// JavaScript by the engine, bundles need Node.js).
-	a.bots = administration.NewBots(a.db, botRuntime, a.chat, botRuntime)
+	a.bots = administration.NewBots(a.db, botRuntime, integ.Installs, a.chat, botRuntime)
 
 	if err := a.bootstrap(ctx); err != nil {
 		return err
@@ -241,6 +272,8 @@ func (a *App) start(ctx context.Context, o options) error {
 	a.closeOnShutdown(runtimeScheduler.Stop)
 	filesAPI.Indexer.Start(context.Background())
 	a.closeOnShutdown(filesAPI.Indexer.Stop)
+	integ.Outbox.Start(context.Background())
+	a.closeOnShutdown(integ.Outbox.Stop)
 
 	// Routes. Bots' users are rate-limited per user and per bot. Every mux
 	// is an httpx.Mux, which reports the pattern that served a request to
@@ -261,6 +294,18 @@ func (a *App) start(ctx context.Context, o options) error {
 	}
 	mux.Handle("/v1/admin/", admin.NewHandler(admin.Deps{Accounts: a.accounts, Workspaces: a.workspaces,
 		Members: members, Bots: a.bots, PublicURL: a.URL}))
+	integrationsAPI := integrationshttp.NewHandler(integrationshttp.Deps{Accounts: a.accounts, Integrations: integ})
+	for _, p := range integrationshttp.Patterns {
+		mux.Handle(p, integrationsAPI)
+	}
+	// The Webhook interface, {public-url}/{webhookId}[/...]: installed
+	// integrations' webhook_received, and the built-in webhook
+	// integration's events.
+	builtinHooks := webhook.NewHandler(conversations.NewWebhooks(a.db, commit), limits)
+	webhooks := integrationshttp.NewWebhookHandler(integ.Webhooks, builtinHooks)
+	for _, p := range integrationshttp.WebhookPatterns {
+		mux.Handle(p, webhooks)
+	}
 	mux.Handle("/v2/", admin.HostedOnly) // Botpress's billing and usage: 405 MethodNotFound
 	mux.Handle("/v1/chat/", runtimehttp.NewHandler(a.runtimeAPI, limits))
 	filesHandler := fileshttp.NewHandler(filesAPI, credentials, limits)
@@ -275,11 +320,6 @@ func (a *App) start(ctx context.Context, o options) error {
 	mux.Handle("/chat/", chat.NewHandler(a.chat, hub, limits))
 	mux.Handle("/webchat/", webchat.NewHandler(webchat.Deps{Chat: a.chat, Webchat: webchatUC, Files: fileUC,
 		Hub: hub, PublicURL: a.URL, Limits: limits}, webchat.Options{}))
-	// The Webhook interface: the built-in webhook integration's events.
-	hooks := webhook.NewHandler(conversations.NewWebhooks(a.db, commit), limits)
-	for _, route := range webhook.Routes {
-		mux.Handle(route, hooks)
-	}
 	pages, err := web.NewHandler(webchatUC, a.URL)
 	if err != nil {
 		return err

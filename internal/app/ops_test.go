@@ -196,7 +196,7 @@ func registeredRoutes(t *testing.T) []string {
 	root := testapp.RepoRoot()
 	files := []string{"internal/app/app.go", "internal/httpapi/admin/admin.go", "internal/httpapi/chat/handler.go",
 		"internal/httpapi/webchat/handler.go", "internal/httpapi/runtimeapi/handler.go",
-		"internal/httpapi/files/handler.go", "internal/httpapi/tables/handler.go"}
+		"internal/httpapi/files/handler.go", "internal/httpapi/tables/handler.go", "internal/httpapi/integrations/handler.go"}
 	var out []string
 	for _, f := range files {
 		fset := token.NewFileSet()

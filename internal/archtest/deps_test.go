@@ -1,6 +1,6 @@
 // Package archtest guards the package dependency direction of
 // docs/architecture.md: cmd → app → httpapi → use cases (administration,
-// conversations, files, runtimeapi, tables, turns) → store/realtime/runtime interfaces → model.
+// conversations, files, integrations, runtimeapi, tables, turns) → store/realtime/runtime interfaces → model.
 package archtest
 
 import (
@@ -14,7 +14,7 @@ const mod = "github.com/parley-bots/parley/"
 // useCases are the packages of business rules, one per API family. They
 // never import each other: a cross-link (a bot update clears the Chat
 // API's caches) is a small interface passed at construction.
-var useCases = []string{"internal/administration", "internal/conversations", "internal/files", "internal/runtimeapi", "internal/tables", "internal/turns"}
+var useCases = []string{"internal/administration", "internal/conversations", "internal/files", "internal/integrations", "internal/runtimeapi", "internal/tables", "internal/turns"}
 
 // concreteStores are the engine packages only app (and cmd) may wire.
 var concreteStores = []string{"internal/store/sqlstore", "internal/store/sqlite", "internal/store/postgres"}

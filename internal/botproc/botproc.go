@@ -20,6 +20,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -27,6 +28,11 @@ import (
 
 //go:embed runner.cjs
 var runnerJS []byte
+
+// IntegrationPrefix starts the key of an integration's processes
+// ("integration:<id>" where a bot's is its id): they get BP_INTEGRATION_ID
+// instead of BP_BOT_ID, and Options.Token is asked for that key.
+const IntegrationPrefix = "integration:"
 
 // Options configure a Supervisor.
 type Options struct {
@@ -39,6 +45,12 @@ type Options struct {
 	// Token mints BP_TOKEN, the credential a bot process uses to call the
 	// Runtime API as its bot; nil leaves it empty.
 	Token func(ctx context.Context, botID string) (string, error)
+	// Env returns extra environment variables of a process (nil: none),
+	// asked for at every start with the process's key.
+	Env func(ctx context.Context, owner string) ([]string, error)
+	// Output is given every line a process writes (stderr tells which
+	// stream); nil: lines go to Log only.
+	Output func(owner, line string, stderr bool)
 	// MaxOldSpaceMB is the V8 heap limit of a process (default 256).
 	MaxOldSpaceMB int
 	// CallTimeout bounds one call inside the runner (default 60 s).
@@ -166,7 +178,7 @@ func (s *Supervisor) PID(botID string) int {
 }
 
 func (s *Supervisor) writeBundle(botID, versionID, code string) (string, error) {
-	dir := filepath.Join(s.o.Dir, filepath.Base(botID))
+	dir := filepath.Join(s.o.Dir, strings.ReplaceAll(filepath.Base(botID), ":", "-"))
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return "", err
 	}
@@ -294,6 +306,14 @@ func (p *proc) once() error {
 			return fmt.Errorf("minting the bot token: %w", err)
 		}
 	}
+	var extra []string
+	if o.Env != nil {
+		var err error
+		if extra, err = o.Env(ctx, p.botID); err != nil {
+			cancel()
+			return fmt.Errorf("the process's environment: %w", err)
+		}
+	}
 	cancel()
 	cmd := exec.Command(p.s.node, "--max-old-space-size="+strconv.Itoa(o.MaxOldSpaceMB),
 		filepath.Join(o.Dir, "runner.cjs"), p.file)
@@ -301,8 +321,14 @@ func (p *proc) once() error {
 	// Only what the bot needs: never Parley's own environment (database
 	// URL, admin token).
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "NODE_ENV=production",
-		"BP_API_URL=" + o.APIURL, "BP_TOKEN=" + token, "BP_BOT_ID=" + p.botID,
+		"BP_API_URL=" + o.APIURL, "BP_TOKEN=" + token,
 		"PARLEY_CALL_TIMEOUT_MS=" + strconv.FormatInt(o.CallTimeout.Milliseconds(), 10)}
+	if id, ok := strings.CutPrefix(p.botID, IntegrationPrefix); ok {
+		cmd.Env = append(cmd.Env, "BP_INTEGRATION_ID="+id)
+	} else {
+		cmd.Env = append(cmd.Env, "BP_BOT_ID="+p.botID)
+	}
+	cmd.Env = append(cmd.Env, extra...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -325,8 +351,12 @@ func (p *proc) once() error {
 	log := o.Log.With("bot", p.botID, "version", p.versionID)
 	go func() {
 		sc := bufio.NewScanner(stderr)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
 		for sc.Scan() {
 			log.Warn("bot process: " + sc.Text())
+			if o.Output != nil {
+				o.Output(p.botID, sc.Text(), true)
+			}
 		}
 	}()
 	ready := make(chan string, 1)
@@ -349,6 +379,9 @@ func (p *proc) once() error {
 				}
 			}
 			log.Debug("bot process: " + string(line))
+			if o.Output != nil {
+				o.Output(p.botID, string(line), false)
+			}
 		}
 	}()
 	exited := make(chan error, 1)

@@ -25,9 +25,11 @@ type Token struct {
 	AccountID   string
 	BotID       string
 	WorkspaceID string
-	Note        string
-	Hash        string
-	CreatedAt   time.Time
+	// IntegrationID is the integration of an integration API key.
+	IntegrationID string
+	Note          string
+	Hash          string
+	CreatedAt     time.Time
 }
 
 // TokenKind tells personal access tokens from bot API keys.
@@ -36,6 +38,9 @@ type TokenKind string
 const (
 	TokenPAT    TokenKind = "pat"
 	TokenBotKey TokenKind = "bak"
+	// TokenIntegrationKey is an integration API key (createIntegrationApiKey):
+	// its IntegrationID acts on the bots that installed it.
+	TokenIntegrationKey TokenKind = "iak"
 )
 
 // Workspace groups bots and members.

@@ -82,8 +82,21 @@ type Integration struct {
 	Enabled       bool
 	WebhookID     string
 	Configuration map[string]any
-	CreatedAt     time.Time
-	UpdatedAt     time.Time
+	// IntegrationID is the installed IntegrationDef ("" for the built-in
+	// integrations); Name is then its alias on the bot (the key of
+	// bot.integrations, the prefix of its tags and events).
+	IntegrationID     string
+	ConfigurationType string
+	// Status is one of the Integration* statuses ("" reads as registered);
+	// StatusReason says why registration failed.
+	Status           string
+	StatusReason     string
+	DisabledChannels []string
+	// Identifier is what the integration set with configureIntegration
+	// (the external account it is linked to).
+	Identifier string
+	CreatedAt  time.Time
+	UpdatedAt  time.Time
 }
 
 // BotVersion is an immutable snapshot of a bot's code.

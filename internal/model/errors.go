@@ -28,6 +28,10 @@ const (
 	ErrLimitExceeded    ErrorType = "LimitExceeded"
 	ErrRateLimited      ErrorType = "RateLimited"
 	ErrTimeout          ErrorType = "OperationTimeout"
+	// ErrUnavailable is Parley's own (502): a process Parley calls for the
+	// caller (an integration running an action) could not be reached or
+	// failed in the middle. The SDK's clients retry a 502.
+	ErrUnavailable ErrorType = "Unavailable"
 )
 
 // Error is an error meant to be shown to the caller. Anything that is not an

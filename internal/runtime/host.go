@@ -45,7 +45,7 @@ var ClientOperations = []string{
 	"updateUser", "updateConversation", "updateMessage",
 	"getOrCreateUser", "getOrCreateConversation",
 	"listUsers", "listConversations", "listParticipants", "listEvents", "getEvent",
-	"trackAnalytics", "searchFiles",
+	"trackAnalytics", "searchFiles", "callAction",
 	"findTableRows", "getTableRow", "createTableRows", "updateTableRows", "upsertTableRows", "deleteTableRows",
 }
 

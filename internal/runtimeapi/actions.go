@@ -87,3 +87,41 @@ func (s *Actions) TagValues(ctx context.Context, c *Caller, kind, key, token str
 	}
 	return s.store.Chat().TagValues(ctx, c.BotID, kind, key, store.Page{Token: token, Size: size})
 }
+
+// ConfigureInput is the body of configureIntegration.
+type ConfigureInput struct {
+	Identifier           *string         `json:"identifier"`
+	ScheduleRegisterCall *string         `json:"scheduleRegisterCall"`
+	SandboxIdentifiers   json.RawMessage `json:"sandboxIdentifiers"`
+}
+
+// ConfigureIntegration is an integration recording on the bot's entry the
+// external identifier it is linked to (null clears it). Only an
+// integration may call it. scheduleRegisterCall is accepted and not
+// acted on (Parley calls register on install and on change).
+func (s *Actions) ConfigureIntegration(ctx context.Context, c *Caller, in ConfigureInput) error {
+	if c.Kind != KindIntegration {
+		return model.Forbidden("configureIntegration is called by an integration, with its own credential and x-integration-id")
+	}
+	if in.Identifier != nil && len(*in.Identifier) > 1000 {
+		return model.Invalid("identifier: at most 1000 characters")
+	}
+	return s.store.InTx(ctx, func(tx store.Store) error {
+		ins, err := tx.Bots().Integrations(ctx, c.BotID)
+		if err != nil {
+			return err
+		}
+		for _, e := range ins {
+			if e.Name == c.Integration && e.IntegrationID == c.IntegrationID {
+				if in.Identifier == nil {
+					e.Identifier = ""
+				} else {
+					e.Identifier = *in.Identifier
+				}
+				e.UpdatedAt = model.Now()
+				return tx.Bots().PutIntegration(ctx, e)
+			}
+		}
+		return notFound("Integration", c.Integration)
+	})
+}

@@ -20,7 +20,8 @@ type ConversationInput struct {
 	DiscriminateByTags []string          `json:"discriminateByTags"`
 }
 
-func (in ConversationInput) conversation(botID string) (*model.Conversation, error) {
+func (in ConversationInput) conversation(c *Caller) (*model.Conversation, error) {
+	botID := c.BotID
 	if in.Channel == "" {
 		return nil, model.Invalid("channel: required")
 	}
@@ -28,6 +29,9 @@ func (in ConversationInput) conversation(botID string) (*model.Conversation, err
 		return nil, err
 	}
 	integration := in.IntegrationName
+	if c.Kind == KindIntegration {
+		integration = c.Integration // an integration's conversations are its own
+	}
 	if integration == "" {
 		integration = model.IntegrationChat
 	}
@@ -41,9 +45,19 @@ func (s *Conversations) Create(ctx context.Context, c *Caller, in ConversationIn
 	if err := c.require("createConversation"); err != nil {
 		return nil, err
 	}
-	conv, err := in.conversation(c.BotID)
+	conv, err := in.conversation(c)
 	if err != nil {
 		return nil, err
+	}
+	if c.Kind != KindIntegration && s.creation != nil && in.IntegrationName != "" {
+		id, handled, err := s.creation.CreateConversation(ctx, c.BotID, in.IntegrationName, in.Channel, conv.Tags)
+		if err != nil {
+			return nil, err
+		}
+		if handled {
+			got, err := s.store.Chat().GetConversation(ctx, c.BotID, id)
+			return got, orNotFound(err, "Conversation", id)
+		}
 	}
 	if err := s.store.Chat().CreateConversation(ctx, conv); err != nil {
 		return nil, err
@@ -73,7 +87,7 @@ func (s *Conversations) GetOrCreate(ctx context.Context, c *Caller, in Conversat
 	if err := c.require("getOrCreateConversation"); err != nil {
 		return nil, false, err
 	}
-	conv, err := in.conversation(c.BotID)
+	conv, err := in.conversation(c)
 	if err != nil {
 		return nil, false, err
 	}

@@ -120,3 +120,89 @@ func (s *Credentials) botToken(ctx context.Context, token, botID string) (*Calle
 	}
 	return &Caller{BotID: botID, Kind: KindBot}, nil
 }
+
+// IntegrationTokenPrefix starts every integration process token.
+const IntegrationTokenPrefix = "bp_int_"
+
+// integrationKeyPrefix starts integration API keys
+// (integrations.IntegrationKeyPrefix).
+const integrationKeyPrefix = "bp_iak_"
+
+// MintIntegrationToken returns the token an integration's own process
+// uses (BP_TOKEN): "bp_int_" + base64url(id) + "." + hex(HMAC-SHA256(the
+// integration's signing secret, id)). It acts for the bots that installed
+// the integration, and stops working when its signing secret is rotated.
+func (s *Credentials) MintIntegrationToken(ctx context.Context, integrationID string) (string, error) {
+	d, err := s.store.Integrations().Get(ctx, integrationID)
+	if err != nil {
+		return "", orNotFound(err, "Integration", integrationID)
+	}
+	return IntegrationTokenPrefix + base64.RawURLEncoding.EncodeToString([]byte(d.ID)) + "." + integrationTokenMAC(d.SigningSecret, d.ID), nil
+}
+
+func integrationTokenMAC(secret, id string) string {
+	m := hmac.New(sha256.New, []byte(secret))
+	m.Write([]byte("parley-integration-token:" + id))
+	return hex.EncodeToString(m.Sum(nil))
+}
+
+// AuthenticateIntegration returns the caller an integration's credential
+// stands for on bot botID (x-integration-id: integrationID): its process
+// token or one of its API keys, and the bot must have installed it. 401
+// for a bad credential, 403 for a credential of another integration or a
+// bot that did not install it.
+func (s *Credentials) AuthenticateIntegration(ctx context.Context, token, botID, integrationID string) (*Caller, error) {
+	switch {
+	case token == "":
+		return nil, model.Unauthorized("missing credential: send Authorization: Bearer <token>")
+	case botID == "":
+		return nil, model.Unauthorized("missing x-bot-id header")
+	}
+	owner := ""
+	switch {
+	case strings.HasPrefix(token, IntegrationTokenPrefix):
+		enc, mac, ok := strings.Cut(strings.TrimPrefix(token, IntegrationTokenPrefix), ".")
+		raw, err := base64.RawURLEncoding.DecodeString(enc)
+		if !ok || err != nil || len(raw) == 0 {
+			return nil, model.Unauthorized("invalid credential")
+		}
+		d, err := s.store.Integrations().Get(ctx, string(raw))
+		if model.IsNotFound(err) {
+			return nil, model.Unauthorized("invalid credential")
+		}
+		if err != nil {
+			return nil, err
+		}
+		if !hmac.Equal([]byte(mac), []byte(integrationTokenMAC(d.SigningSecret, d.ID))) {
+			return nil, model.Unauthorized("invalid credential")
+		}
+		owner = d.ID
+	case strings.HasPrefix(token, integrationKeyPrefix):
+		t, err := s.store.Tokens().GetByHash(ctx, auth.HashToken(token))
+		if model.IsNotFound(err) || err == nil && t.Kind != model.TokenIntegrationKey {
+			return nil, model.Unauthorized("invalid credential")
+		}
+		if err != nil {
+			return nil, err
+		}
+		owner = t.IntegrationID
+	default:
+		return nil, model.Unauthorized("invalid credential: an integration calls with its own token or an integration API key")
+	}
+	if integrationID != "" && owner != integrationID {
+		return nil, model.Forbidden("this credential belongs to another integration")
+	}
+	ins, err := s.store.Bots().Integrations(ctx, botID)
+	if err != nil {
+		return nil, err
+	}
+	for _, in := range ins {
+		if in.IntegrationID == owner {
+			return &Caller{BotID: botID, Kind: KindIntegration, Integration: in.Name, IntegrationID: owner}, nil
+		}
+	}
+	if _, err := s.store.Bots().GetByID(ctx, botID); err != nil {
+		return nil, orNotFound(err, "Bot", botID)
+	}
+	return nil, model.Forbidden("bot %s has not installed this integration", botID)
+}

@@ -267,6 +267,17 @@ var invokers = map[string]func(ctx context.Context, api *API, c *Caller, input j
 		}
 		return map[string]any{"event": wire.NewRuntimeEvent(e)}, nil
 	},
+	"callAction": func(ctx context.Context, api *API, c *Caller, input json.RawMessage) (any, error) {
+		a, err := in[ActionInput](input)
+		if err != nil {
+			return nil, err
+		}
+		out, err := api.Actions.Call(ctx, c, a)
+		if err != nil {
+			return nil, err
+		}
+		return map[string]any{"output": out}, nil
+	},
 	"trackAnalytics": func(ctx context.Context, api *API, c *Caller, input json.RawMessage) (any, error) {
 		a, err := in[AnalyticsInput](input)
 		if err != nil {

@@ -25,6 +25,10 @@ const (
 	KindBot CallerKind = iota
 	// KindMember is a workspace member with a personal access token.
 	KindMember
+	// KindIntegration is an integration the bot installed, acting for the
+	// bot (x-integration-id with its process token or an integration API
+	// key): every right on the bot's data, its tags prefixed by its alias.
+	KindIntegration
 )
 
 // Caller is an authenticated caller acting on one bot.
@@ -33,6 +37,10 @@ type Caller struct {
 	Kind  CallerKind
 	// Role is the member's role (KindMember only).
 	Role model.Role
+	// Integration is the alias of the integration on the bot, and
+	// IntegrationID its id (KindIntegration only).
+	Integration   string
+	IntegrationID string
 }
 
 // BotCaller is the bot acting on its own data with every right (Parley's
@@ -50,6 +58,17 @@ type FileSearcher interface {
 // runtimes that can; without one, callAction fails with a clear error.
 type ActionCaller interface {
 	CallAction(ctx context.Context, botID, actionType string, input json.RawMessage) (json.RawMessage, error)
+}
+
+// IntegrationCreator creates users and conversations in the integrations
+// a bot installed (their create_user and create_conversation operations):
+// a bot's createUser or createConversation naming an integration whose
+// definition enables creation goes there. handled is false when the
+// integration is not one that creates them (then Parley creates them as
+// for any other name). The tags are the bot's (prefixed).
+type IntegrationCreator interface {
+	CreateUser(ctx context.Context, botID, integration string, tags map[string]string) (userID string, handled bool, err error)
+	CreateConversation(ctx context.Context, botID, integration, channel string, tags map[string]string) (conversationID string, handled bool, err error)
 }
 
 // ChatObserver is told of Runtime API changes that the Chat API holds
@@ -84,18 +103,20 @@ type TurnReplies interface {
 
 // deps are what every use case shares.
 type deps struct {
-	store   store.Store
-	commit  store.Committer
-	chat    ChatObserver
-	replies TurnReplies // may be nil
+	store    store.Store
+	commit   store.Committer
+	chat     ChatObserver
+	replies  TurnReplies        // may be nil
+	creation IntegrationCreator // nil: Parley creates every user and conversation
 }
 
 // New builds the Runtime API's use cases on st; writes that are announced
 // or give the bot a turn go through commit; chat hears of deletions.
-// actions, replies and files may be nil (files: client.searchFiles in
-// bot code).
-func New(st store.Store, commit store.Committer, actions ActionCaller, replies TurnReplies, chat ChatObserver, files FileSearcher) *API {
-	d := deps{store: st, commit: commit, chat: chat, replies: replies}
+// actions, replies, files and creation may be nil (files:
+// client.searchFiles in bot code; creation: the integrations' create_user
+// and create_conversation).
+func New(st store.Store, commit store.Committer, actions ActionCaller, replies TurnReplies, chat ChatObserver, files FileSearcher, creation IntegrationCreator) *API {
+	d := deps{store: st, commit: commit, chat: chat, replies: replies, creation: creation}
 	return &API{
 		Users:         &Users{d},
 		Conversations: &Conversations{d},

@@ -43,6 +43,16 @@ func (s *Users) Create(ctx context.Context, c *Caller, in UserInput) (*model.Cha
 	if err != nil {
 		return nil, err
 	}
+	if c.Kind != KindIntegration && s.creation != nil && in.IntegrationName != "" {
+		id, handled, err := s.creation.CreateUser(ctx, c.BotID, in.IntegrationName, u.Tags)
+		if err != nil {
+			return nil, err
+		}
+		if handled {
+			got, err := s.store.Chat().GetUser(ctx, c.BotID, id)
+			return got, orNotFound(err, "User", id)
+		}
+	}
 	if err := s.store.Chat().CreateUser(ctx, u); err != nil {
 		return nil, err
 	}

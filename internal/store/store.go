@@ -45,6 +45,8 @@ type Store interface {
 	Analytics() Analytics
 	// Tables is in tables.go.
 	Tables() Tables
+	// Integrations is in integrations.go.
+	Integrations() Integrations
 
 	// InTx runs fn in one transaction: everything fn does through tx commits
 	// together or not at all. Nested calls join the outer transaction.
@@ -93,6 +95,8 @@ type Tokens interface {
 	ListByAccount(ctx context.Context, accountID string) ([]*model.Token, error)
 	// ListByBot lists bot API keys, newest first.
 	ListByBot(ctx context.Context, botID string) ([]*model.Token, error)
+	// ListByIntegration lists integration API keys, newest first.
+	ListByIntegration(ctx context.Context, integrationID string) ([]*model.Token, error)
 	Get(ctx context.Context, id string) (*model.Token, error)
 	Delete(ctx context.Context, id string) error
 }

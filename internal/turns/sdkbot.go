@@ -423,6 +423,9 @@ func sdkEventBody(ctx context.Context, st store.Store, botID string, in *TurnInp
 		typ = "message_created"
 		eventID = uuid.NewSHA1(eventNamespace, []byte(botID+"/"+e.MessageID)).String()
 		msg := runtimeMessage(in.Message, model.DirectionIncoming)
+		if len(in.MessageTags) > 0 {
+			msg["tags"] = in.MessageTags
+		}
 		payload := map[string]any{"message": msg}
 		if u, err := st.Chat().GetUser(ctx, botID, e.UserID); err == nil {
 			payload["user"] = runtimeUser(u)
@@ -469,8 +472,12 @@ func runtimeMessage(m *wire.Message, direction string) map[string]any {
 }
 
 func runtimeUser(u *model.ChatUser) map[string]any {
+	tags := u.Tags
+	if tags == nil {
+		tags = map[string]string{}
+	}
 	v := map[string]any{"id": u.ID, "createdAt": model.FormatTime(u.CreatedAt), "updatedAt": model.FormatTime(u.UpdatedAt),
-		"tags": map[string]string{}}
+		"tags": tags}
 	if u.Name != "" {
 		v["name"] = u.Name
 	}
@@ -480,7 +487,21 @@ func runtimeUser(u *model.ChatUser) map[string]any {
 	return v
 }
 
+// runtimeConversation renders the conversation of an event: its
+// integration (the alias of the integration that owns it, "chat" for the
+// Chat API's) and channel, and its tags (an integration's prefixed by its
+// alias).
 func runtimeConversation(c *model.Conversation) map[string]any {
+	integration, channel, tags := c.Integration, c.Channel, c.Tags
+	if integration == "" {
+		integration = model.IntegrationChat
+	}
+	if channel == "" {
+		channel = "channel"
+	}
+	if tags == nil {
+		tags = map[string]string{}
+	}
 	return map[string]any{"id": c.ID, "createdAt": model.FormatTime(c.CreatedAt), "updatedAt": model.FormatTime(c.UpdatedAt),
-		"channel": "channel", "integration": model.IntegrationChat, "tags": map[string]string{}}
+		"channel": channel, "integration": integration, "tags": tags}
 }

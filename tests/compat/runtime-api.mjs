@@ -311,9 +311,10 @@ await scenario('tasks of client 1.35.0', async () => {
   assert.equal((await raw('GET', '/v1/chat/tasks/' + task.id)).status, 404)
 })
 
-await scenario('hosted-only operations answer 405 MethodNotFound', async () => {
+await scenario('hosted-only operations answer 405 MethodNotFound; configureIntegration is an integration\'s', async () => {
   await rejects(bot.captureObservation({ name: 'obs', data: {} }), bp.MethodNotFoundError, 'captureObservation')
-  await rejects(bot.configureIntegration({ identifier: 'x' }), bp.MethodNotFoundError, 'configureIntegration')
+  // An integration calls it with its own credential (integrations.mjs).
+  await rejects(bot.configureIntegration({ identifier: 'x' }), bp.ForbiddenError, 'configureIntegration by a bot')
 })
 
 await scenario('unknown /v1 paths answer the standard error body', async () => {

@@ -10,7 +10,8 @@ import (
 
 // hostedOnly are the operations of @botpress/client 1.45.0 that only make
 // sense on Botpress's hosted service: billing, invoices, plans, usage and
-// quotas, AI spend, integration verification, the v4 migration. They answer
+// quotas, AI spend, integration sharing and sandboxes, the v4 migration
+// (integration verification is answered by httpapi/integrations). They answer
 // 405 MethodNotFound with the standard error body, naming the operation
 // (docs/admin-api.md lists them). The /v2/billing and /v2/usage operations
 // are HostedOnly.
@@ -24,7 +25,10 @@ var hostedOnly = []struct{ op, method, path string }{
 	{"getAllWorkspaceQuotaCompletion", "GET", "/workspaces/usages/quota-completion"},
 	{"getWorkspaceQuota", "GET", "/workspaces/{id}/quota"},
 	{"listWorkspaceQuotas", "GET", "/workspaces/{id}/quotas"},
-	{"requestIntegrationVerification", "POST", "/integrations/request-verification"},
+	{"createIntegrationShareableId", "POST", "/bots/{botId}/integrations/{integrationId}/shareable-id"},
+	{"getIntegrationShareableId", "GET", "/bots/{botId}/integrations/{integrationId}/shareable-id"},
+	{"deleteIntegrationShareableId", "DELETE", "/bots/{botId}/integrations/{integrationId}/shareable-id"},
+	{"unlinkSandboxedConversations", "DELETE", "/bots/{botId}/integrations/{integrationId}/sandboxed-conversations"},
 	{"getUsage", "GET", "/usages/{id}"},
 	{"getMultipleUsages", "GET", "/usages/multiple"},
 	{"listUsageHistory", "GET", "/usages/{id}/history"},

@@ -131,7 +131,7 @@ func renderBot(v *administration.BotView, publicURL string, showSecret bool) map
 		"createdAt":       model.FormatTime(b.CreatedAt),
 		"updatedAt":       model.FormatTime(b.UpdatedAt),
 		"signingSecret":   "",
-		"integrations":    renderIntegrations(v.Integrations, publicURL),
+		"integrations":    renderIntegrations(v.Integrations, v.Definitions, publicURL),
 		"plugins":         specMap(b.Spec, "plugins"),
 		"user":            tagDefs(b.Spec, "user"),
 		"conversation":    tagDefs(b.Spec, "conversation"),
@@ -229,39 +229,69 @@ var integrationMeta = map[string]struct{ title, description, path string }{
 // integrationNamespace makes stable definition ids from integration names.
 var integrationNamespace = uuid.MustParse("6f1b2c4e-7a0d-4e55-9a61-3c2f5d8e9b10")
 
-func renderIntegrations(ins []*model.Integration, publicURL string) map[string]any {
+func renderIntegrations(ins []*model.Integration, defs map[string]*model.IntegrationDef, publicURL string) map[string]any {
 	out := map[string]any{}
 	for _, in := range ins {
 		meta, known := integrationMeta[in.Name]
 		if !known {
 			meta.title, meta.description, meta.path = in.Name, "Custom integration", "/webhooks/"
 		}
+		name, version, id := in.Name, "1.0.0", uuid.NewSHA1(integrationNamespace, []byte(in.Name)).String()
+		public, visibility, icon := known, "public", ""
+		if d := defs[in.IntegrationID]; d != nil {
+			// A published integration: served at the Webhook interface.
+			name, version, id, meta.path = d.Name, d.Version, d.ID, "/"
+			meta.title, meta.description = d.Title, d.Description
+			if meta.title == "" {
+				meta.title = d.Name
+			}
+			public, visibility, icon = d.Public, d.Visibility, d.Icon
+		}
 		cfg := in.Configuration
 		if cfg == nil {
 			cfg = map[string]any{}
 		}
-		out[in.Name] = map[string]any{
+		status := in.Status
+		if status == "" {
+			status = model.IntegrationRegistered
+		}
+		var reason, cfgType any
+		if in.StatusReason != "" {
+			reason = in.StatusReason
+		}
+		if in.ConfigurationType != "" {
+			cfgType = in.ConfigurationType
+		}
+		disabled := in.DisabledChannels
+		if disabled == nil {
+			disabled = []string{}
+		}
+		entry := map[string]any{
 			"enabled":            in.Enabled,
-			"name":               in.Name,
-			"version":            "1.0.0",
+			"name":               name,
+			"version":            version,
 			"webhookUrl":         publicURL + meta.path + in.WebhookID,
 			"webhookId":          in.WebhookID,
-			"configurationType":  nil,
+			"configurationType":  cfgType,
 			"configuration":      cfg,
-			"status":             "registered",
-			"statusReason":       nil,
-			"disabledChannels":   []string{},
-			"id":                 uuid.NewSHA1(integrationNamespace, []byte(in.Name)).String(),
+			"status":             status,
+			"statusReason":       reason,
+			"disabledChannels":   disabled,
+			"id":                 id,
 			"createdAt":          model.FormatTime(in.CreatedAt),
 			"updatedAt":          model.FormatTime(in.UpdatedAt),
 			"title":              meta.title,
 			"description":        meta.description,
-			"iconUrl":            "",
-			"public":             known,
-			"visibility":         "public",
+			"iconUrl":            icon,
+			"public":             public,
+			"visibility":         visibility,
 			"verificationStatus": "approved",
 			"lifecycleStatus":    "published",
 		}
+		if in.Identifier != "" {
+			entry["identifier"] = in.Identifier
+		}
+		out[in.Name] = entry
 	}
 	return out
 }

@@ -86,7 +86,7 @@ func newEnv(t *testing.T, db store.DB, o envOpts) *env {
 	srv := httptest.NewUnstartedServer(chat.FoldSlashes(mux))
 	srv.Config.RegisterOnShutdown(hub.Close)
 	srv.Start()
-	e := &env{t: t, db: db, bots: administration.NewBots(db, nil, chatUC), hub: hub, srv: srv, client: &http.Client{Timeout: 30 * time.Second}}
+	e := &env{t: t, db: db, bots: administration.NewBots(db, nil, nil, chatUC), hub: hub, srv: srv, client: &http.Client{Timeout: 30 * time.Second}}
 	t.Cleanup(func() {
 		hub.Close()
 		srv.Close()

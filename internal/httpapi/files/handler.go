@@ -22,9 +22,11 @@ import (
 // upload URL takes up to the file's declared size (model.MaxUploadSize).
 const BodyLimit = model.MaxFileSize
 
-// Authenticator checks a bearer token for a bot (runtimeapi.Credentials).
+// Authenticator checks a bearer token for a bot, or an integration's
+// credential acting for a bot that installed it (runtimeapi.Credentials).
 type Authenticator interface {
 	Authenticate(ctx context.Context, token, botID string) (*rt.Caller, error)
+	AuthenticateIntegration(ctx context.Context, token, botID, integrationID string) (*rt.Caller, error)
 }
 
 // Handler serves the Files API.
@@ -84,12 +86,19 @@ func (h *Handler) routes() {
 func (h *Handler) limited(fn botHandler) http.Handler { return httpx.LimitBody(BodyLimit, h.bot(fn)) }
 
 func caller(c *rt.Caller) fl.Caller {
-	return fl.Caller{BotID: c.BotID, Bot: c.Kind == rt.KindBot, Role: c.Role}
+	return fl.Caller{BotID: c.BotID, Bot: c.Kind == rt.KindBot || c.Kind == rt.KindIntegration, Role: c.Role}
 }
 
 func (h *Handler) bot(fn botHandler) http.Handler {
 	return httpx.Handler(func(w http.ResponseWriter, r *http.Request) error {
-		c, err := h.creds.Authenticate(r.Context(), httpx.BearerToken(r), r.Header.Get("x-bot-id"))
+		var c *rt.Caller
+		var err error
+		if id := r.Header.Get("x-integration-id"); id != "" {
+			// An integration's getFile/upsertFile for a bot that installed it.
+			c, err = h.creds.AuthenticateIntegration(r.Context(), httpx.BearerToken(r), r.Header.Get("x-bot-id"), id)
+		} else {
+			c, err = h.creds.Authenticate(r.Context(), httpx.BearerToken(r), r.Header.Get("x-bot-id"))
+		}
 		if err != nil {
 			return err
 		}

@@ -33,6 +33,7 @@ var statusOf = map[model.ErrorType]int{
 	model.ErrLimitExceeded:    http.StatusRequestEntityTooLarge,
 	model.ErrRateLimited:      http.StatusTooManyRequests,
 	model.ErrTimeout:          http.StatusGatewayTimeout,
+	model.ErrUnavailable:      http.StatusBadGateway,
 }
 
 // Status returns the HTTP status for err.

@@ -42,11 +42,8 @@ type (
 
 // HostedOnly lists the operations that only make sense on Botpress's
 // hosted service: they answer 405 MethodNotFound (docs/runtime-api.md).
-// configureIntegration belongs to the integrations work and answers the
-// same until then.
 var HostedOnly = []struct{ Method, Path, Operation string }{
 	{"POST", "/v1/chat/observations", "captureObservation"},
-	{"POST", "/v1/chat/integrations/configure", "configureIntegration"},
 }
 
 // NewHandler returns the Runtime API handler; it expects full paths
@@ -122,6 +119,7 @@ func (h *Handler) routes() {
 	route("POST "+p+"/actions", act.callAction)
 	route("POST "+p+"/analytics", act.trackAnalytics)
 	route("GET "+p+"/tags/{key}/values", act.listTagValues)
+	route("POST "+p+"/integrations/configure", act.configureIntegration)
 
 	for _, op := range HostedOnly {
 		m.Handle(op.Method+" "+op.Path, hostedOnly(op.Operation))
@@ -135,17 +133,36 @@ func hostedOnly(op string) http.Handler {
 	})
 }
 
-// bot authenticates the bearer token for the x-bot-id bot.
+// bot authenticates the bearer token for the x-bot-id bot; with
+// x-integration-id, as that integration acting for the bot
+// (integration.go).
 func (h *Handler) bot(fn botHandler) http.Handler {
 	return httpx.Handler(func(w http.ResponseWriter, r *http.Request) error {
-		c, err := h.api.Credentials.Authenticate(r.Context(), httpx.BearerToken(r), r.Header.Get("x-bot-id"))
+		var c *rt.Caller
+		var err error
+		if id := r.Header.Get("x-integration-id"); id != "" {
+			c, err = h.api.Credentials.AuthenticateIntegration(r.Context(), httpx.BearerToken(r), r.Header.Get("x-bot-id"), id)
+		} else {
+			c, err = h.api.Credentials.Authenticate(r.Context(), httpx.BearerToken(r), r.Header.Get("x-bot-id"))
+		}
 		if err != nil {
 			return err
 		}
 		if err := h.limits.AllowBot(c.BotID); err != nil {
 			return err
 		}
-		return fn(w, r, c)
+		if c.Kind != rt.KindIntegration {
+			return fn(w, r, c)
+		}
+		iw, err := asIntegration(w, r, c)
+		if err != nil {
+			return err
+		}
+		if err := fn(iw, r, c); err != nil {
+			return err // written by httpx.Handler on the real writer
+		}
+		iw.flush()
+		return nil
 	})
 }
 

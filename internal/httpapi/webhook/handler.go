@@ -24,10 +24,10 @@ type handler struct {
 	limits *httpx.Limits
 }
 
-// Routes are the patterns to mount NewHandler's handler on.
-var Routes = []string{"/{webhookId}", "/{webhookId}/{path...}"}
-
-// NewHandler returns the Webhook interface's handler; mount it on Routes.
+// NewHandler returns the built-in webhook integration's handler. The
+// Webhook interface (package httpapi/integrations, on /{webhookId} and
+// /{webhookId}/{path...}) hands it the requests to that integration's
+// webhook ids.
 // limits (nil: none) counts every request to a bot's webhook, accepted or
 // not, in the bot's request rate.
 func NewHandler(hooks *conversations.Webhooks, limits *httpx.Limits) http.Handler {

@@ -56,12 +56,12 @@ func (r accounts) Count(ctx context.Context) (int, error) {
 
 type tokens struct{ s *Store }
 
-const tokenCols = `id, kind, account_id, bot_id, workspace_id, note, hash, created_at`
+const tokenCols = `id, kind, account_id, bot_id, workspace_id, integration_id, note, hash, created_at`
 
 func scanToken(r scanner) (*model.Token, error) {
 	var t model.Token
 	var c int64
-	if err := r.Scan(&t.ID, &t.Kind, &t.AccountID, &t.BotID, &t.WorkspaceID, &t.Note, &t.Hash, &c); err != nil {
+	if err := r.Scan(&t.ID, &t.Kind, &t.AccountID, &t.BotID, &t.WorkspaceID, &t.IntegrationID, &t.Note, &t.Hash, &c); err != nil {
 		return nil, err
 	}
 	t.CreatedAt = fromMS(c)
@@ -71,8 +71,8 @@ func scanToken(r scanner) (*model.Token, error) {
 func (r tokens) Create(ctx context.Context, t *model.Token) error {
 	newID(&t.ID)
 	stamp(&t.CreatedAt, model.Now())
-	_, err := r.s.exec(ctx, `INSERT INTO tokens (`+tokenCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-		t.ID, string(t.Kind), t.AccountID, t.BotID, t.WorkspaceID, t.Note, t.Hash, ms(t.CreatedAt))
+	_, err := r.s.exec(ctx, `INSERT INTO tokens (`+tokenCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		t.ID, string(t.Kind), t.AccountID, t.BotID, t.WorkspaceID, t.IntegrationID, t.Note, t.Hash, ms(t.CreatedAt))
 	return r.s.fail(err, "token")
 }
 
@@ -92,6 +92,11 @@ func (r tokens) ListByAccount(ctx context.Context, accountID string) ([]*model.T
 func (r tokens) ListByBot(ctx context.Context, botID string) ([]*model.Token, error) {
 	return all(ctx, r.s, "tokens", scanToken, `SELECT `+tokenCols+` FROM tokens WHERE bot_id = ? AND kind = ? ORDER BY created_at DESC, id DESC`,
 		botID, string(model.TokenBotKey))
+}
+
+func (r tokens) ListByIntegration(ctx context.Context, integrationID string) ([]*model.Token, error) {
+	return all(ctx, r.s, "tokens", scanToken, `SELECT `+tokenCols+` FROM tokens WHERE integration_id = ? AND kind = ? ORDER BY created_at DESC, id DESC`,
+		integrationID, string(model.TokenIntegrationKey))
 }
 
 func (r tokens) Delete(ctx context.Context, id string) error {

@@ -164,16 +164,23 @@ func (r bots) ListAll(ctx context.Context) ([]string, error) {
 	}, `SELECT id FROM bots ORDER BY id`)
 }
 
-const integrationCols = `bot_id, name, enabled, webhook_id, configuration, created_at, updated_at`
+const integrationCols = `bot_id, name, enabled, webhook_id, configuration, integration_id, configuration_type, status, status_reason, disabled_channels, identifier, created_at, updated_at`
 
 func scanIntegration(r scanner) (*model.Integration, error) {
 	var in model.Integration
-	var conf string
+	var conf, disabled string
 	var c, u int64
-	if err := r.Scan(&in.BotID, &in.Name, &in.Enabled, &in.WebhookID, &conf, &c, &u); err != nil {
+	if err := r.Scan(&in.BotID, &in.Name, &in.Enabled, &in.WebhookID, &conf, &in.IntegrationID, &in.ConfigurationType,
+		&in.Status, &in.StatusReason, &disabled, &in.Identifier, &c, &u); err != nil {
 		return nil, err
 	}
 	in.CreatedAt, in.UpdatedAt = fromMS(c), fromMS(u)
+	if err := fromJSON(disabled, &in.DisabledChannels); err != nil {
+		return nil, err
+	}
+	if len(in.DisabledChannels) == 0 {
+		in.DisabledChannels = nil
+	}
 	return &in, fromJSON(conf, &in.Configuration)
 }
 
@@ -186,10 +193,21 @@ func (r bots) PutIntegration(ctx context.Context, in *model.Integration) error {
 	if err != nil {
 		return err
 	}
-	_, err = r.s.exec(ctx, `INSERT INTO bot_integrations (`+integrationCols+`) VALUES (?, ?, ?, ?, ?, ?, ?)
+	disabled := in.DisabledChannels
+	if disabled == nil {
+		disabled = []string{}
+	}
+	dis, err := jsonText(disabled)
+	if err != nil {
+		return err
+	}
+	_, err = r.s.exec(ctx, `INSERT INTO bot_integrations (`+integrationCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (bot_id, name) DO UPDATE SET enabled = excluded.enabled, webhook_id = excluded.webhook_id,
-		configuration = excluded.configuration, updated_at = excluded.updated_at`,
-		in.BotID, in.Name, in.Enabled, in.WebhookID, conf, ms(in.CreatedAt), ms(in.UpdatedAt))
+		configuration = excluded.configuration, integration_id = excluded.integration_id,
+		configuration_type = excluded.configuration_type, status = excluded.status, status_reason = excluded.status_reason,
+		disabled_channels = excluded.disabled_channels, identifier = excluded.identifier, updated_at = excluded.updated_at`,
+		in.BotID, in.Name, in.Enabled, in.WebhookID, conf, in.IntegrationID, in.ConfigurationType, in.Status, in.StatusReason,
+		dis, in.Identifier, ms(in.CreatedAt), ms(in.UpdatedAt))
 	if err != nil {
 		return r.s.fail(err, "integration")
 	}

@@ -133,17 +133,18 @@ func (db *DB) Close() error {
 	return db.e.db.Close()
 }
 
-func (s *Store) Accounts() store.Accounts     { return accounts{s} }
-func (s *Store) Tokens() store.Tokens         { return tokens{s} }
-func (s *Store) Workspaces() store.Workspaces { return workspaces{s} }
-func (s *Store) Members() store.Members       { return members{s} }
-func (s *Store) Bots() store.Bots             { return bots{s} }
-func (s *Store) Audit() store.Audit           { return audit{s} }
-func (s *Store) Logs() store.Logs             { return logs{s} }
-func (s *Store) Issues() store.Issues         { return issues{s} }
-func (s *Store) Chat() store.Chat             { return chat{s} }
-func (s *Store) States() store.States         { return states{s} }
-func (s *Store) Leases() store.Leases         { return leases{s} }
+func (s *Store) Accounts() store.Accounts         { return accounts{s} }
+func (s *Store) Tokens() store.Tokens             { return tokens{s} }
+func (s *Store) Workspaces() store.Workspaces     { return workspaces{s} }
+func (s *Store) Members() store.Members           { return members{s} }
+func (s *Store) Bots() store.Bots                 { return bots{s} }
+func (s *Store) Audit() store.Audit               { return audit{s} }
+func (s *Store) Logs() store.Logs                 { return logs{s} }
+func (s *Store) Issues() store.Issues             { return issues{s} }
+func (s *Store) Chat() store.Chat                 { return chat{s} }
+func (s *Store) States() store.States             { return states{s} }
+func (s *Store) Leases() store.Leases             { return leases{s} }
+func (s *Store) Integrations() store.Integrations { return integrations{s} }
 
 // InTx runs fn in a transaction; inside one already, fn joins it.
 func (s *Store) InTx(ctx context.Context, fn func(tx store.Store) error) (err error) {

@@ -31,6 +31,7 @@ func Run(t *testing.T, open func(t *testing.T) store.DB) {
 		{"Bots", testBots},
 		{"BotListFilters", testBotList},
 		{"Integrations", testIntegrations},
+		{"IntegrationDefs", testIntegrationDefs},
 		{"Versions", testVersions},
 		{"Audit", testAudit},
 		{"Logs", testLogs},

@@ -1,0 +1,220 @@
+package app_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/parley-bots/parley/internal/app"
+	"github.com/parley-bots/parley/internal/model"
+	"github.com/parley-bots/parley/internal/store"
+	"github.com/parley-bots/parley/internal/testutil/testapp"
+)
+
+// fakeIntegration is an HTTP server standing for a development
+// integration (its `url`): it records the calls Parley makes and answers
+// message_created with 503 until healthy.
+type fakeIntegration struct {
+	mu      sync.Mutex
+	healthy bool
+	calls   []integrationCall
+	url     string
+}
+
+type integrationCall struct {
+	op, alias, botID, key string
+	body                  map[string]any
+}
+
+func startFakeIntegration(t *testing.T) *fakeIntegration {
+	t.Helper()
+	f := &fakeIntegration{}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: f}
+	go srv.Serve(l)
+	t.Cleanup(func() { srv.Close() })
+	f.url = "http://" + l.Addr().String() + "/"
+	return f
+}
+
+func (f *fakeIntegration) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	raw, _ := io.ReadAll(r.Body)
+	c := integrationCall{op: r.Header.Get("x-bp-operation"), alias: r.Header.Get("x-integration-alias"),
+		botID: r.Header.Get("x-bot-id"), key: r.Header.Get("x-bp-idempotency-key")}
+	_ = json.Unmarshal(raw, &c.body)
+	f.mu.Lock()
+	healthy := f.healthy
+	if c.op != "message_created" || healthy {
+		f.calls = append(f.calls, c)
+	}
+	f.mu.Unlock()
+	if c.op == "message_created" && !healthy {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		return
+	}
+	w.Write([]byte("{}"))
+}
+
+func (f *fakeIntegration) setHealthy(h bool) {
+	f.mu.Lock()
+	f.healthy = h
+	f.mu.Unlock()
+}
+
+// delivered returns the texts of the message_created calls, in order.
+func (f *fakeIntegration) delivered() (texts, keys []string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, c := range f.calls {
+		if c.op == "message_created" {
+			p, _ := c.body["payload"].(map[string]any)
+			s, _ := p["text"].(string)
+			texts = append(texts, s)
+			keys = append(keys, c.key)
+		}
+	}
+	return texts, keys
+}
+
+// apiCall calls Parley's HTTP API with a bearer token and headers.
+func apiCall(t *testing.T, base, token string, headers map[string]string, method, path, body string, out any) {
+	t.Helper()
+	req, _ := http.NewRequest(method, base+path, strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", "application/json")
+	for k, v := range headers {
+		req.Header.Set(k, v)
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	data, _ := io.ReadAll(res.Body)
+	if res.StatusCode != 200 {
+		t.Fatalf("%s %s: %s %s", method, path, res.Status, data)
+	}
+	if out != nil {
+		if err := json.Unmarshal(data, out); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestIntegrationOutboxRetriesAndSurvivesRestart: the bot's replies in a
+// conversation an integration owns are delivered to it in order; while it
+// answers 503 they wait (retried with backoff, the failure in the
+// integration's logs and the bot's issues), across a restart of Parley,
+// and are delivered once each when it comes back.
+func TestIntegrationOutboxRetriesAndSurvivesRestart(t *testing.T) {
+	engines(t, func(t *testing.T, cfg func() app.Config) {
+		ctx := context.Background()
+		c := cfg()
+		first := testapp.Start(t, c)
+		token, ws := first.AdminToken, defaultWorkspace(t, first)
+		fake := startFakeIntegration(t)
+		admin := map[string]string{"x-workspace-id": ws}
+
+		var created struct{ Integration struct{ ID string } }
+		apiCall(t, first.URL, token, admin, "POST", "/v1/admin/integrations", `{"name":"relay","version":"0.1.0","dev":true,"url":"`+fake.url+`",
+			"channels":{"chat":{"messages":{"text":{"schema":{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}}}}}}`, &created)
+		integrationID := created.Integration.ID
+		code := `bot.on.message('*', async ({ message, client }) => {
+			await client.createMessage({ conversationId: message.conversationId, payload: { type: 'text', text: 're: ' + message.payload.text } })
+		})`
+		codeJSON, _ := json.Marshal(code)
+		var bot struct{ Bot struct{ ID string } }
+		apiCall(t, first.URL, token, admin, "POST", "/v1/admin/bots", `{"name":"relay-bot","code":`+string(codeJSON)+`}`, &bot)
+		botID := bot.Bot.ID
+		var up struct {
+			Bot struct {
+				Integrations map[string]struct{ Status, WebhookURL string }
+			}
+		}
+		apiCall(t, first.URL, token, admin, "PUT", "/v1/admin/bots/"+botID,
+			`{"integrations":{"relay":{"enabled":true,"integrationId":"`+integrationID+`","configuration":{}}}}`, &up)
+		if st := up.Bot.Integrations["relay"].Status; st != model.IntegrationRegistered {
+			t.Fatalf("status after install: %q", st)
+		}
+		var key struct{ Value string }
+		apiCall(t, first.URL, token, admin, "POST", "/v1/admin/integrations/iaks", `{"integrationId":"`+integrationID+`"}`, &key)
+
+		// The integration brings three user messages.
+		as := map[string]string{"x-bot-id": botID, "x-integration-id": integrationID}
+		var user struct{ User struct{ ID string } }
+		apiCall(t, first.URL, key.Value, as, "POST", "/v1/chat/users/get-or-create", `{"tags":{"id":"u1"},"discriminateByTags":["id"]}`, &user)
+		var conv struct {
+			Conversation struct {
+				ID          string
+				Integration string
+				Tags        map[string]string
+			}
+		}
+		apiCall(t, first.URL, key.Value, as, "POST", "/v1/chat/conversations/get-or-create", `{"channel":"chat","tags":{"chat":"c1"},"discriminateByTags":["chat"]}`, &conv)
+		if conv.Conversation.Integration != "relay" || conv.Conversation.Tags["chat"] != "c1" {
+			t.Fatalf("the integration's conversation: %+v", conv.Conversation)
+		}
+		for _, text := range []string{"m1", "m2", "m3"} {
+			apiCall(t, first.URL, key.Value, as, "POST", "/v1/chat/messages",
+				`{"conversationId":"`+conv.Conversation.ID+`","userId":"`+user.User.ID+`","type":"text","payload":{"text":"`+text+`"}}`, nil)
+		}
+		// The bot answers all three; the integration refuses them (503).
+		waitFor(t, "the bot's replies", 30*time.Second, func() bool {
+			ms, _, err := first.Store().Chat().ListMessages(ctx, botID, conv.Conversation.ID, store.Page{Size: 20})
+			n := 0
+			for _, m := range ms {
+				if m.Direction == model.DirectionOutgoing {
+					n++
+				}
+			}
+			return err == nil && n == 3
+		})
+		waitFor(t, "the failure in the integration's logs and the bot's issues", 10*time.Second, func() bool {
+			logs, _, _ := first.Store().Integrations().Logs(ctx, model.IntegrationLogFilter{IntegrationID: integrationID}, store.Page{})
+			issues, _, _ := first.Store().Issues().List(ctx, botID, store.Page{})
+			logged, reported := false, false
+			for _, l := range logs {
+				logged = logged || strings.Contains(l.Message, "could not be reached")
+			}
+			for _, is := range issues {
+				reported = reported || is.Code == "integration_unreachable"
+			}
+			return logged && reported
+		})
+		if texts, _ := fake.delivered(); len(texts) != 0 {
+			t.Fatalf("delivered while refusing: %v", texts)
+		}
+		sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		if err := first.Shutdown(sctx); err != nil {
+			t.Fatal(err)
+		}
+
+		fake.setHealthy(true)
+		second := testapp.Start(t, c)
+		waitFor(t, "the deliveries after the restart", 30*time.Second, func() bool {
+			texts, _ := fake.delivered()
+			return len(texts) >= 3
+		})
+		time.Sleep(300 * time.Millisecond) // nothing more comes
+		texts, keys := fake.delivered()
+		if strings.Join(texts, ",") != "re: m1,re: m2,re: m3" {
+			t.Fatalf("delivered %v, want the three replies once each, in order", texts)
+		}
+		for i, k := range keys {
+			if k == "" || (i > 0 && k == keys[i-1]) {
+				t.Fatalf("idempotency keys %v: one message id per delivery", keys)
+			}
+		}
+		_ = second
+	})
+}
