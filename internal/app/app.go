@@ -184,9 +184,10 @@ func (a *App) start(ctx context.Context, o options) error {
 	filesAPI := files.NewAPI(a.db, blobs, a.URL, a.log)
 	a.runtimeAPI = runtimeapi.New(a.db, commit, actions, a.chat, filesAPI)
 	runtimeScheduler := runtimeapi.NewScheduler(a.runtimeAPI, a.log, 0)
-	// The Tables API's use cases; the sandbox's client reaches their row
-	// operations through turns.WithTables.
-	tablesUC, rowsUC, jobsUC := tables.New(a.db, nil)
+	// The Tables API's use cases (importTable reads uploaded files through
+	// the Files API); the sandbox's client reaches their row operations
+	// through turns.WithTables.
+	tablesUC, rowsUC, jobsUC := tables.New(a.db, filesAPI.Files)
 	sandboxAPI := turns.WithTables(a.runtimeAPI, tables.Invoker{Rows: rowsUC}, tables.TableOperations)
 	botRuntime := turns.NewRuntime(a.db, commit, engine, sdkBots, sandboxAPI, filesAPI, a.log)
 	resolver := botRuntime.Resolve

@@ -325,6 +325,20 @@ func (l *Library) Content(ctx context.Context, refSeg, token string) (*model.Fil
 	return f, data, err
 }
 
+// ReadFile returns the content of one of the bot's uploaded files, for
+// another use case acting for that bot (importTable's fileId:
+// tables.FileSource). A file not uploaded yet is not found.
+func (l *Library) ReadFile(ctx context.Context, botID, fileID string) ([]byte, error) {
+	f, err := l.get(ctx, botID, fileID)
+	if err != nil {
+		return nil, err
+	}
+	if f.Status == model.FileUploadPending || f.Status == model.FileUploadFailed {
+		return nil, model.NotFound("File " + quote(fileID))
+	}
+	return l.blobs.Get(ctx, botID, fileID)
+}
+
 func (l *Library) get(ctx context.Context, botID, id string) (*model.File, error) {
 	f, err := l.store.Files().GetFile(ctx, botID, id)
 	return f, orNotFound(err, "File", id)

@@ -145,6 +145,30 @@ await scenario('exportTable (CSV, JSON), importTable, getTableJobs', async () =>
   }
 })
 
+await scenario('importTable from a file uploaded with the Files API', async () => {
+  const target = 'UploadedTable'
+  await bot.duplicateTable({ sourceTableId: 'ProductsTable', tableName: target, schemaOnly: true })
+  const csv = 'sku,title,price,inStock\nU-1,"Kettle, steel",12.5,true\nU-2,Mug,4,false\n'
+  const { file } = await bot.uploadFile({ key: 'imports/products.csv', content: csv, contentType: 'text/csv' })
+  const imp = await owner.importTable({ table: target, fileId: file.id })
+  assert.equal(imp.job.status, 'completed', imp.job.error)
+  assert.equal(imp.job.inputFileId, file.id)
+  const { rows } = await bot.findTableRows({ table: target, orderBy: 'sku' })
+  assert.deepEqual(rows.map((r) => [r.sku, r.title, r.price, r.inStock]), [['U-1', 'Kettle, steel', 12.5, true], ['U-2', 'Mug', 4, false]])
+  // A bad cell fails the job, which says why, and writes no row.
+  const bad = await bot.uploadFile({ key: 'imports/bad.csv', content: 'sku,price\nU-3,1\nU-4,cheap\n', contentType: 'text/csv' })
+  const failed = await bot.importTable({ table: target, fileId: bad.file.id })
+  assert.equal(failed.job.status, 'failed')
+  assert.match(failed.job.error, /price/)
+  assert.equal((await bot.getTable({ table: target })).rows, 2)
+  // A file not uploaded yet, and another bot's file, are not found.
+  const { file: pending } = await bot.upsertFile({ key: 'imports/pending.csv', size: 10 })
+  await rejects(bot.importTable({ table: target, fileId: pending.id }), bp.ResourceNotFoundError, 'file not uploaded')
+  const theirs = await otherBot.uploadFile({ key: 'imports/theirs.csv', content: 'sku\nT-1\n' })
+  await rejects(bot.importTable({ table: target, fileId: theirs.file.id }), bp.ResourceNotFoundError, "another bot's file")
+  await bot.deleteTable({ table: target })
+})
+
 // snapshot is what a refused call could have changed.
 const snapshot = async () => {
   const { tables } = await bot.listTables({})
