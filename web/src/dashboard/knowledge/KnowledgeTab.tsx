@@ -1,6 +1,6 @@
 import { useId, useState } from 'react'
 import { useQuery } from '@tanstack/react-query'
-import { botClient, type Bot, type FileInfo, type KnowledgeBase } from '../api/client'
+import { filesClient, type Bot, type FileInfo, type KnowledgeBase } from '../api/client'
 import { keys } from '../api/keys'
 import { ErrorBox } from '../ui/ErrorBox'
 import { QueryState } from '../ui/QueryState'
@@ -128,7 +128,7 @@ function SearchCard({ ws, botId, kbs }: { ws: string; botId: string; kbs: Knowle
     queryKey: keys.search(ws, botId, asked?.query ?? '', asked?.kb ?? ''),
     queryFn: () => {
       const tags = kbs.find((k) => k.id === asked?.kb)?.tags
-      return botClient(botId).searchFiles({ query: asked?.query ?? '', includeBreadcrumb: true, limit: 10, ...(tags ? { tags } : {}) })
+      return filesClient(botId).searchFiles({ query: asked?.query ?? '', includeBreadcrumb: true, limit: 10, ...(tags ? { tags } : {}) })
     },
     enabled: !!asked,
   })

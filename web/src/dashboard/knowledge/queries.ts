@@ -1,7 +1,7 @@
 // The Knowledge tab's reads and writes, all through @botpress/client's
 // Files family (x-bot-id, the signed-in member's token).
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query'
-import { botClient, type FileInfo } from '../api/client'
+import { filesClient, type FileInfo } from '../api/client'
 import { keys } from '../api/keys'
 import { parley } from '../api/parley'
 
@@ -11,7 +11,7 @@ const moving: FileInfo['status'][] = ['upload_pending', 'indexing_pending']
 export function useFiles(ws: string, botId: string) {
   return useQuery({
     queryKey: keys.files(ws, botId),
-    queryFn: () => botClient(botId).listFiles({ pageSize: 100, sortField: 'createdAt', sortDirection: 'desc' }),
+    queryFn: () => filesClient(botId).listFiles({ pageSize: 100, sortField: 'createdAt', sortDirection: 'desc' }),
     refetchInterval: (q) => (q.state.data?.files.some((f) => moving.includes(f.status)) ? 1000 : false),
   })
 }
@@ -19,14 +19,14 @@ export function useFiles(ws: string, botId: string) {
 export function usePassages(ws: string, botId: string, fileId: string) {
   return useQuery({
     queryKey: keys.passages(ws, botId, fileId),
-    queryFn: () => botClient(botId).listFilePassages({ id: fileId, pageSize: 100 }),
+    queryFn: () => filesClient(botId).listFilePassages({ id: fileId, pageSize: 100 }),
   })
 }
 
 export function useKnowledgeBases(ws: string, botId: string) {
   return useQuery({
     queryKey: keys.knowledgeBases(ws, botId),
-    queryFn: () => botClient(botId).listKnowledgeBases({ pageSize: 100 }),
+    queryFn: () => filesClient(botId).listKnowledgeBases({ pageSize: 100 }),
   })
 }
 
@@ -53,7 +53,7 @@ export function contentTypeOf(file: File): string {
  */
 export async function uploadFile(botId: string, file: File, key: string, opts: { index: boolean; tags: Record<string, string> }) {
   const contentType = contentTypeOf(file)
-  const { file: f } = await botClient(botId).upsertFile({ key, size: file.size, contentType, index: opts.index, tags: opts.tags })
+  const { file: f } = await filesClient(botId).upsertFile({ key, size: file.size, contentType, index: opts.index, tags: opts.tags })
   await parley.upload(f.uploadUrl, file, contentType)
   return f
 }
@@ -71,7 +71,7 @@ export function useUpload(ws: string, botId: string) {
 export function useDeleteFile(ws: string, botId: string) {
   const qc = useQueryClient()
   return useMutation({
-    mutationFn: (id: string) => botClient(botId).deleteFile({ id }),
+    mutationFn: (id: string) => filesClient(botId).deleteFile({ id }),
     onSuccess: () => qc.invalidateQueries({ queryKey: keys.files(ws, botId) }),
   })
 }
@@ -79,7 +79,7 @@ export function useDeleteFile(ws: string, botId: string) {
 export function useCreateKnowledgeBase(ws: string, botId: string) {
   const qc = useQueryClient()
   return useMutation({
-    mutationFn: (input: { name: string; tags: Record<string, string> }) => botClient(botId).createKnowledgeBase(input),
+    mutationFn: (input: { name: string; tags: Record<string, string> }) => filesClient(botId).createKnowledgeBase(input),
     onSuccess: () => qc.invalidateQueries({ queryKey: keys.knowledgeBases(ws, botId) }),
   })
 }
@@ -87,7 +87,7 @@ export function useCreateKnowledgeBase(ws: string, botId: string) {
 export function useDeleteKnowledgeBase(ws: string, botId: string) {
   const qc = useQueryClient()
   return useMutation({
-    mutationFn: (id: string) => botClient(botId).deleteKnowledgeBase({ id }),
+    mutationFn: (id: string) => filesClient(botId).deleteKnowledgeBase({ id }),
     onSuccess: () => qc.invalidateQueries({ queryKey: keys.knowledgeBases(ws, botId) }),
   })
 }

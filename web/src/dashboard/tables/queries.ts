@@ -1,17 +1,17 @@
 // The Tables tab's reads and writes, through @botpress/client's Tables
 // family (x-bot-id, the signed-in member's token).
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query'
-import { botClient, type BotInputs, type TableJob } from '../api/client'
+import { filesClient, tablesClient, type BotInputs, type TableJob } from '../api/client'
 import { keys } from '../api/keys'
 import { parley } from '../api/parley'
 import { uploadFile } from '../knowledge/queries'
 
 export function useTables(ws: string, botId: string) {
-  return useQuery({ queryKey: keys.tables(ws, botId), queryFn: () => botClient(botId).listTables({}) })
+  return useQuery({ queryKey: keys.tables(ws, botId), queryFn: () => tablesClient(botId).listTables({}) })
 }
 
 export function useTable(ws: string, botId: string, table: string) {
-  return useQuery({ queryKey: keys.table(ws, botId, table), queryFn: () => botClient(botId).getTable({ table }) })
+  return useQuery({ queryKey: keys.table(ws, botId, table), queryFn: () => tablesClient(botId).getTable({ table }) })
 }
 
 export type RowQuery = Omit<BotInputs['findTableRows'], 'table'>
@@ -19,7 +19,7 @@ export type RowQuery = Omit<BotInputs['findTableRows'], 'table'>
 export function useRows(ws: string, botId: string, table: string, q: RowQuery) {
   return useQuery({
     queryKey: keys.rows(ws, botId, table, q),
-    queryFn: () => botClient(botId).findTableRows({ table, ...q }),
+    queryFn: () => tablesClient(botId).findTableRows({ table, ...q }),
     placeholderData: (prev) => prev,
   })
 }
@@ -27,7 +27,7 @@ export function useRows(ws: string, botId: string, table: string, q: RowQuery) {
 export function useJobs(ws: string, botId: string, table: string) {
   return useQuery({
     queryKey: keys.jobs(ws, botId, table),
-    queryFn: async () => (await botClient(botId).getTableJobs({ table })).jobs as TableJob[],
+    queryFn: async () => (await tablesClient(botId).getTableJobs({ table })).jobs as TableJob[],
   })
 }
 
@@ -44,7 +44,7 @@ export function useReloadTable(ws: string, botId: string, table: string) {
 export function useCreateTable(ws: string, botId: string) {
   const qc = useQueryClient()
   return useMutation({
-    mutationFn: (input: BotInputs['createTable']) => botClient(botId).createTable(input),
+    mutationFn: (input: BotInputs['createTable']) => tablesClient(botId).createTable(input),
     onSuccess: () => qc.invalidateQueries({ queryKey: keys.tables(ws, botId), exact: true }),
   })
 }
@@ -52,7 +52,7 @@ export function useCreateTable(ws: string, botId: string) {
 export function useDeleteTable(ws: string, botId: string) {
   const qc = useQueryClient()
   return useMutation({
-    mutationFn: (table: string) => botClient(botId).deleteTable({ table }),
+    mutationFn: (table: string) => tablesClient(botId).deleteTable({ table }),
     onSuccess: () => qc.invalidateQueries({ queryKey: keys.tables(ws, botId), exact: true }),
   })
 }
@@ -60,7 +60,7 @@ export function useDeleteTable(ws: string, botId: string) {
 /** Writes to rows; each reloads the table after. */
 export function useRowWrites(ws: string, botId: string, table: string) {
   const reload = useReloadTable(ws, botId, table)
-  const c = () => botClient(botId)
+  const c = () => tablesClient(botId)
   return {
     create: useMutation({
       mutationFn: (row: Record<string, unknown>) => c().createTableRows({ table, rows: [row] }),
@@ -85,7 +85,7 @@ export function useExport(ws: string, botId: string, table: string) {
   const qc = useQueryClient()
   return useMutation({
     mutationFn: async () => {
-      const { job } = await botClient(botId).exportTable({ table, format: 'csv' })
+      const { job } = await tablesClient(botId).exportTable({ table, format: 'csv' })
       const j = job as TableJob
       if (j.status !== 'completed') throw new Error(`The export ${j.status}${j.error ? `: ${j.error}` : ''}`)
       const csv = await parley.exportOutput(botId, table, j.id)
@@ -109,11 +109,11 @@ export function useImport(ws: string, botId: string, table: string) {
       const key = `table-imports/${table}/${new Date().toISOString()}-${file.name}`
       const f = await uploadFile(botId, file, key, { index: false, tags: { purpose: 'table-import' } })
       try {
-        const { job } = await botClient(botId).importTable({ table, fileId: f.id })
+        const { job } = await tablesClient(botId).importTable({ table, fileId: f.id })
         const j: TableJob = job
         return j
       } finally {
-        await botClient(botId)
+        await filesClient(botId)
           .deleteFile({ id: f.id })
           .catch(() => undefined)
       }
