@@ -178,7 +178,7 @@ function SearchCard({ ws, botId, kbs }: { ws: string; botId: string; kbs: Knowle
                     <div className="hit-head">
                       <span className="badge info">#{i + 1}</span>
                       <span className="muted small">
-                        score {p.score.toFixed(2)} · {p.file.key}
+                        score {Number(p.score.toPrecision(2))} · {p.file.key}
                         {crumb && <> · {crumb}</>}
                       </span>
                     </div>

@@ -71,7 +71,9 @@ function Loaded({ ws, bot, table, cols, total, keyColumn }: { ws: string; bot: B
           {table}
         </h2>
         <span className="muted">
-          {total} {total === 1 ? 'row' : 'rows'}
+          <span>
+            {total} {total === 1 ? 'row' : 'rows'}
+          </span>
           {keyColumn && <> · key column {keyColumn}</>}
         </span>
       </div>
