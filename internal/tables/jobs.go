@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/csv"
 	"encoding/json"
+	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -214,13 +216,23 @@ func parseImport(t *model.Table, content []byte) ([]map[string]any, error) {
 func fromCell(c *model.Column, s string) (any, error) {
 	switch c.Type {
 	case "number":
-		return strconv.ParseFloat(s, 64)
+		f, err := strconv.ParseFloat(s, 64)
+		if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
+			return nil, fmt.Errorf("%q is not a number", s)
+		}
+		return f, nil
 	case "boolean":
-		return strconv.ParseBool(s)
+		b, err := strconv.ParseBool(s)
+		if err != nil {
+			return nil, fmt.Errorf("%q is not true or false", s)
+		}
+		return b, nil
 	case "object", "array":
 		var v any
-		err := json.Unmarshal([]byte(s), &v)
-		return v, err
+		if err := json.Unmarshal([]byte(s), &v); err != nil {
+			return nil, fmt.Errorf("not valid JSON (%v)", err)
+		}
+		return v, nil
 	}
 	return s, nil
 }

@@ -161,6 +161,8 @@ await run('dashboard data', async (browser) => {
   await page.getByText(/Import failed: .*total/).waitFor({ timeout: T })
   await page.getByText('import failed').first().waitFor({ timeout: T })
   await page.getByText('4 rows', { exact: true }).waitFor({ timeout: T })
+  await page.getByRole('heading', { name: 'Jobs' }).scrollIntoViewIfNeeded()
+  await shot(page, 'dashboard-tables-csv.png')
 
   step('clear the filter, delete a row')
   await page.getByRole('button', { name: 'Clear filter' }).click()

@@ -127,9 +127,6 @@ function Loaded({ ws, bot, table, cols, total, keyColumn }: { ws: string; bot: B
                 <table className="rows">
                   <thead>
                     <tr>
-                      <th scope="col">
-                        <span className="sr-only">Select</span>
-                      </th>
                       {['id', ...cols.map((c) => c.name)].map((name) => (
                         <th scope="col" key={name} aria-sort={sort.by === name ? (sort.dir === 'asc' ? 'ascending' : 'descending') : undefined}>
                           <button type="button" className="sort" onClick={() => toggleSort(name)}>
@@ -147,7 +144,6 @@ function Loaded({ ws, bot, table, cols, total, keyColumn }: { ws: string; bot: B
                     {d.rows.map((r) =>
                       editing?.id === r.id ? (
                         <tr key={r.id} className="editing">
-                          <td />
                           <td>{r.id}</td>
                           {cols.map((c) => (
                             <td key={c.name}>
@@ -170,16 +166,16 @@ function Loaded({ ws, bot, table, cols, total, keyColumn }: { ws: string; bot: B
                         </tr>
                       ) : (
                         <tr key={r.id}>
-                          <td>
+                          <td className="nowrap">
                             <input
                               type="checkbox"
                               className="check"
                               aria-label={`Select row ${r.id}`}
                               checked={selected.has(r.id)}
                               onChange={() => toggle(r.id)}
-                            />
+                            />{' '}
+                            {r.id}
                           </td>
-                          <td>{r.id}</td>
                           {cols.map((c) => (
                             <td key={c.name} className={c.kind === 'json' ? 'cell-json' : undefined}>
                               {c.kind === 'boolean' && typeof r[c.name] === 'boolean' ? ((r[c.name] as boolean) ? 'yes' : 'no') : cellText(r[c.name])}
@@ -259,7 +255,15 @@ function AddRow({ cols, writes }: { cols: Column[]; writes: ReturnType<typeof us
               {c.name}
               {c.required && <span aria-hidden="true"> *</span>}
             </label>
-            <CellInput id={`${id}-${c.name}`} col={c} value={texts[c.name] ?? ''} onChange={(v) => setTexts({ ...texts, [c.name]: v })} />
+            <CellInput
+              id={`${id}-${c.name}`}
+              col={c}
+              value={texts[c.name] ?? ''}
+              onChange={(v) => {
+                setTexts({ ...texts, [c.name]: v })
+                setErrors([])
+              }}
+            />
           </div>
         ))}
         <button type="submit" disabled={writes.create.isPending}>
