@@ -19,7 +19,14 @@ export type ChatMessage = {
   metadata?: Record<string, unknown>
 }
 
-export type Conversation = { id: string; ownerId: string; createdAt: string; updatedAt: string; lastMessage?: ChatMessage }
+export type Conversation = {
+  id: string
+  ownerId: string
+  createdAt: string
+  updatedAt: string
+  messageCount: number
+  lastMessage?: ChatMessage
+}
 
 export type ListConversationsResponse = { conversations: Conversation[]; meta: { nextToken?: string } }
 export type ListMessagesResponse = {
@@ -65,9 +72,13 @@ async function get<T>(path: string, workspaceId: string, signal?: AbortSignal): 
 const q = (params: Record<string, string | number>) => new URLSearchParams(Object.entries(params).map(([k, v]) => [k, String(v)])).toString()
 
 export const parley = {
-  /** GET /v1/admin/bots/{id}/conversations: newest first. */
-  listConversations: (ws: string, botId: string, pageSize: number, signal?: AbortSignal) =>
-    get<ListConversationsResponse>(`/bots/${encodeURIComponent(botId)}/conversations?${q({ pageSize })}`, ws, signal),
+  /** GET /v1/admin/bots/{id}/conversations: newest first; search: in ids, user names and message texts. */
+  listConversations: (ws: string, botId: string, pageSize: number, search: string, signal?: AbortSignal) =>
+    get<ListConversationsResponse>(
+      `/bots/${encodeURIComponent(botId)}/conversations?${q(search ? { pageSize, search } : { pageSize })}`,
+      ws,
+      signal,
+    ),
   /** GET /v1/admin/bots/{id}/conversations/{conversationId}/messages: newest first. */
   listMessages: (ws: string, botId: string, conversationId: string, pageSize: number, signal?: AbortSignal) =>
     get<ListMessagesResponse>(
