@@ -5,7 +5,7 @@ import { adminClient } from '../api/client'
 import { keys } from '../api/keys'
 import { href, paths } from '../routes'
 import { ErrorBox } from '../ui/ErrorBox'
-import { when } from '../ui/format'
+import { shortId, when } from '../ui/format'
 import { QueryState } from '../ui/QueryState'
 import { duplicateNames, isDuplicate, sameName } from './duplicates'
 
@@ -71,7 +71,7 @@ export function BotsPage({ ws }: { ws: string }) {
                       {b.name}
                       {isDuplicate(dups, b.name) && (
                         <span className="badge warn" title="Another bot has this name">
-                          same name · {b.id.slice(-6)}
+                          same name · {shortId(b.id)}
                         </span>
                       )}
                     </span>

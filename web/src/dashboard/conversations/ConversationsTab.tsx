@@ -4,7 +4,7 @@ import type { Bot } from '../api/client'
 import { keys } from '../api/keys'
 import { parley } from '../api/parley'
 import { href, paths } from '../routes'
-import { when } from '../ui/format'
+import { shortId, when } from '../ui/format'
 import { QueryState } from '../ui/QueryState'
 import { preview } from './preview'
 
@@ -56,7 +56,7 @@ export function ConversationsTab({ ws, bot }: { ws: string; bot: Bot }) {
                   <span className="conv-preview">{c.lastMessage ? preview(c.lastMessage.payload) : <em>no messages</em>}</span>
                   <span className="muted small">
                     {when(c.updatedAt)} · {c.messageCount} {c.messageCount === 1 ? 'message' : 'messages'} · user{' '}
-                    <code>{c.ownerId ? c.ownerId.slice(0, 12) : 'unknown'}</code> · <code>{c.id.slice(0, 8)}</code>
+                    <code>{c.ownerId ? shortId(c.ownerId) : 'unknown'}</code> · conversation <code>{shortId(c.id)}</code>
                   </span>
                 </a>
               </li>

@@ -3,6 +3,7 @@ import { useQuery } from '@tanstack/react-query'
 import { adminClient, type Bot, type LogLine } from '../api/client'
 import { keys } from '../api/keys'
 import { href, paths } from '../routes'
+import { shortId } from '../ui/format'
 import { QueryState } from '../ui/QueryState'
 
 const maxLines = 100
@@ -110,8 +111,8 @@ export function LogsTab({ ws, bot }: { ws: string; bot: Bot }) {
                     <td className="logmsg">{l.message}</td>
                     <td className="nowrap">
                       {l.conversationId ? (
-                        <a href={href(paths.conversation(ws, bot.id, l.conversationId))} aria-label={`Conversation ${l.conversationId.slice(0, 8)} of this line`}>
-                          {l.conversationId.slice(0, 8)}
+                        <a href={href(paths.conversation(ws, bot.id, l.conversationId))} aria-label={`Conversation ${shortId(l.conversationId)} of this line`}>
+                          {shortId(l.conversationId)}
                         </a>
                       ) : (
                         <span className="muted">—</span>
