@@ -12,21 +12,25 @@ import (
 // documented in docs/dashboard.md). Any member of the bot's workspace may
 // read them.
 
-// ConversationSummary is a conversation with its owner and last message.
+// ConversationSummary is a conversation with its owner, last message and
+// message count.
 type ConversationSummary struct {
 	Conversation *model.Conversation
 	LastMessage  *model.Message
+	MessageCount int
 }
 
-// ListConversations lists a bot's conversations, newest first.
-func (s *Bots) ListConversations(ctx context.Context, c *Caller, botID string, page store.Page) ([]ConversationSummary, string, error) {
+// ListConversations lists a bot's conversations, newest first; with a
+// search, those where it is found in the conversation id, a user's id or
+// name, or a message's text (store.Chat.ListBotConversations).
+func (s *Bots) ListConversations(ctx context.Context, c *Caller, botID, search string, page store.Page) ([]ConversationSummary, string, error) {
 	if err := c.require("listBotConversations"); err != nil {
 		return nil, "", err
 	}
 	if _, err := s.bot(ctx, c, botID); err != nil {
 		return nil, "", err
 	}
-	convs, next, err := s.store.Chat().ListBotConversations(ctx, botID, page)
+	convs, next, err := s.store.Chat().ListBotConversations(ctx, botID, search, page)
 	if err != nil {
 		return nil, "", err
 	}
@@ -39,6 +43,9 @@ func (s *Bots) ListConversations(ctx context.Context, c *Caller, botID string, p
 		}
 		if len(ms) > 0 {
 			ac.LastMessage = ms[0]
+			if ac.MessageCount, err = s.store.Chat().CountMessages(ctx, botID, conv.ID); err != nil {
+				return nil, "", err
+			}
 		}
 		out = append(out, ac)
 	}

@@ -203,8 +203,11 @@ type Chat interface {
 	DeleteConversation(ctx context.Context, botID, id string) error
 	// ListConversations lists conversations owned by ownerID, newest first.
 	ListConversations(ctx context.Context, botID, ownerID string, p Page) ([]*model.Conversation, string, error)
-	// ListBotConversations lists every conversation of a bot, newest first.
-	ListBotConversations(ctx context.Context, botID string, p Page) ([]*model.Conversation, string, error)
+	// ListBotConversations lists every conversation of a bot, newest first;
+	// with a search, those where it is found (case-insensitive substring)
+	// in the conversation id, the id or name of its owner or a
+	// participant, or the text of one of its messages.
+	ListBotConversations(ctx context.Context, botID, search string, p Page) ([]*model.Conversation, string, error)
 
 	AddParticipant(ctx context.Context, botID, conversationID, userID string, at time.Time) error
 	RemoveParticipant(ctx context.Context, botID, conversationID, userID string) error

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -268,20 +269,20 @@ func fromCell(c *model.Column, s string) (any, error) {
 	switch c.Type {
 	case "number":
 		f, err := strconv.ParseFloat(s, 64)
-		if err != nil {
-			return nil, fmt.Errorf("expected a number, got %q", s)
+		if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
+			return nil, fmt.Errorf("%q is not a number", s)
 		}
 		return f, nil
 	case "boolean":
 		b, err := strconv.ParseBool(s)
 		if err != nil {
-			return nil, fmt.Errorf("expected true or false, got %q", s)
+			return nil, fmt.Errorf("%q is not true or false", s)
 		}
 		return b, nil
 	case "object", "array":
 		var v any
 		if err := json.Unmarshal([]byte(s), &v); err != nil {
-			return nil, fmt.Errorf("expected JSON (%s): %v", c.Type, err)
+			return nil, fmt.Errorf("not valid JSON (%v)", err)
 		}
 		return v, nil
 	}

@@ -317,3 +317,16 @@ func requireRuntime(t *testing.T, a *app.App) {
 	}
 	t.Skip("bot code does not run yet: no JavaScript runtime is wired into the turn pipeline (the dashboard test deploys code)")
 }
+
+// TestDashboardKnowledgeAndTables drives the Knowledge and Tables tabs of
+// a bot (tests/browser/dashboard-data.mjs): a knowledge base, a text file
+// uploaded to it and indexed, its passages, a search finding the
+// answering passage, an indexing failure with its reason; a table with
+// typed columns, rows added and edited, a filter, a CSV export read back,
+// a CSV import accepted and one refused (the job's reason), a row deleted.
+func TestDashboardKnowledgeAndTables(t *testing.T) {
+	chromium(t)
+	a := server(t, nil)
+	bot, _ := createBot(t, a, "Shop bot")
+	runScript(t, "dashboard-data.mjs", map[string]string{"BASE_URL": a.URL, "TOKEN": a.AdminToken, "WS": workspaceID(t, a), "BOT": bot})
+}

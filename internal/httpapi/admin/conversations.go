@@ -2,6 +2,7 @@ package admin
 
 import (
 	"net/http"
+	"strings"
 
 	"github.com/parley-bots/parley/internal/administration"
 	"github.com/parley-bots/parley/internal/model"
@@ -19,14 +20,19 @@ func (h *Handler) listBotConversations(w http.ResponseWriter, r *http.Request, c
 	if err != nil {
 		return err
 	}
-	convs, next, err := h.bots.ListConversations(r.Context(), c, r.PathValue("id"), pg)
+	search := strings.TrimSpace(r.URL.Query().Get("search"))
+	if len(search) > 200 {
+		return model.Errorf(model.ErrInvalidQuery, "search: at most 200 characters")
+	}
+	convs, next, err := h.bots.ListConversations(r.Context(), c, r.PathValue("id"), search, pg)
 	if err != nil {
 		return err
 	}
 	out := make([]map[string]any, 0, len(convs))
 	for _, cs := range convs {
 		v := map[string]any{"id": cs.Conversation.ID, "ownerId": cs.Conversation.OwnerID,
-			"createdAt": model.FormatTime(cs.Conversation.CreatedAt), "updatedAt": model.FormatTime(cs.Conversation.UpdatedAt)}
+			"createdAt": model.FormatTime(cs.Conversation.CreatedAt), "updatedAt": model.FormatTime(cs.Conversation.UpdatedAt),
+			"messageCount": cs.MessageCount}
 		if cs.LastMessage != nil {
 			v["lastMessage"] = wire.NewMessage(cs.LastMessage)
 			v["updatedAt"] = model.FormatTime(cs.LastMessage.CreatedAt)

@@ -212,7 +212,7 @@ func snapshot(t *testing.T, db store.DB, botID, conv string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	convs, _, err := db.Chat().ListBotConversations(ctx, botID, store.Page{Size: 100})
+	convs, _, err := db.Chat().ListBotConversations(ctx, botID, "", store.Page{Size: 100})
 	if err != nil {
 		t.Fatal(err)
 	}

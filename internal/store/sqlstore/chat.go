@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"strings"
 	"time"
 
 	"github.com/parley-bots/parley/internal/model"
@@ -133,12 +134,28 @@ func (r chat) ListConversations(ctx context.Context, botID, ownerID string, p st
 	return list(ctx, r.s, p, ls, "conversations", scanConv, convKey)
 }
 
-func (r chat) ListBotConversations(ctx context.Context, botID string, p store.Page) ([]*model.Conversation, string, error) {
+func (r chat) ListBotConversations(ctx context.Context, botID, search string, p store.Page) ([]*model.Conversation, string, error) {
 	ls := listSpec{
-		sel:   `SELECT ` + convCols + ` FROM conversations`,
-		where: []string{"bot_id = ?"},
+		sel:   `SELECT ` + convCols + ` FROM conversations c`,
+		where: []string{"c.bot_id = ?"},
 		args:  []any{botID},
-		tcol:  "created_at", idcol: "id",
+		tcol:  "c.created_at", idcol: "c.id",
+	}
+	if search != "" {
+		// A message's text is its payload's "text" (text, choice and
+		// dropdown messages); users match by id or name.
+		text := `json_extract(m.payload, '$.text')`
+		if r.s.e.d.Name == "postgres" {
+			text = `(CAST(m.payload AS jsonb) ->> 'text')`
+		}
+		like := "%" + likeEscaper.Replace(strings.ToLower(search)) + "%"
+		ls.where = append(ls.where, `(LOWER(c.id) LIKE ? ESCAPE '\' OR LOWER(c.owner_id) LIKE ? ESCAPE '\'
+			OR EXISTS (SELECT 1 FROM chat_users u WHERE u.bot_id = c.bot_id
+				AND (u.id = c.owner_id OR u.id IN (SELECT pa.user_id FROM participants pa WHERE pa.bot_id = c.bot_id AND pa.conversation_id = c.id))
+				AND (LOWER(u.id) LIKE ? ESCAPE '\' OR LOWER(u.name) LIKE ? ESCAPE '\'))
+			OR EXISTS (SELECT 1 FROM messages m WHERE m.bot_id = c.bot_id AND m.conversation_id = c.id
+				AND LOWER(`+text+`) LIKE ? ESCAPE '\'))`)
+		ls.args = append(ls.args, like, like, like, like, like)
 	}
 	return list(ctx, r.s, p, ls, "conversations", scanConv, convKey)
 }

@@ -158,9 +158,46 @@ func testConversations(t *testing.T, db store.DB) {
 	})
 	eq(t, "owned, newest first", ids(mine, convID), []string{c3.ID, c1.ID})
 	everything := collect(t, 2, func(p store.Page) ([]*model.Conversation, string, error) {
-		return r.ListBotConversations(ctx, f.bot.ID, p)
+		return r.ListBotConversations(ctx, f.bot.ID, "", p)
 	})
 	eq(t, "all, newest first", ids(everything, convID), []string{c3.ID, c2.ID, c1.ID})
+
+	// Search: a message's text, a user's id or name, the conversation id;
+	// case-insensitive; LIKE's wildcards are plain characters.
+	u2, err := r.GetUser(ctx, f.bot.ID, "u2")
+	ok(t, err)
+	u2.Name, u2.UpdatedAt = "Zoë Martin", at(9)
+	ok(t, r.UpdateUser(ctx, u2))
+	newUser(t, db, f.bot.ID, "helper")
+	ok(t, r.AddParticipant(ctx, f.bot.ID, "c3", "helper", at(4)))
+	for i, text := range []string{"Where is my ORDER?", "100% sure", "under_score"} {
+		conv := []*model.Conversation{c1, c3, c3}[i]
+		m := &model.Message{BotID: f.bot.ID, ConversationID: conv.ID, UserID: conv.OwnerID, Direction: model.DirectionIncoming,
+			Payload: json.RawMessage(fmt.Sprintf(`{"type":"text","text":%q}`, text)), CreatedAt: at(10 + i)}
+		ok(t, r.CreateMessage(ctx, m))
+	}
+	for _, c := range []struct {
+		search string
+		want   []string
+	}{
+		{"order", []string{c1.ID}},
+		{"zoë", []string{c2.ID}},
+		{"MARTIN", []string{c2.ID}},
+		{"helper", []string{c3.ID}},
+		{"u1", []string{c3.ID, c1.ID}},
+		{"c2", []string{c2.ID}},
+		{"100%", []string{c3.ID}},
+		{"%", []string{c3.ID}},
+		{"r_s", []string{c3.ID}},
+		{"_", []string{c3.ID}},
+		{"type", []string{}},
+		{"nothing like it", []string{}},
+	} {
+		found := collect(t, 1, func(p store.Page) ([]*model.Conversation, string, error) {
+			return r.ListBotConversations(ctx, f.bot.ID, c.search, p)
+		})
+		eq(t, "search "+c.search, ids(found, convID), c.want)
+	}
 
 	// Deleting a conversation takes its content with it.
 	ok(t, r.AddParticipant(ctx, f.bot.ID, "c1", "u1", at(1)))

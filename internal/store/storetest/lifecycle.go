@@ -51,7 +51,7 @@ func testBotIsolation(t *testing.T, db store.DB) {
 	ps, _, err := r.ListParticipants(ctx, o.ID, "c", store.Page{})
 	ok(t, err)
 	eq(t, "participants via other bot", len(ps), 0)
-	cs, _, err := r.ListBotConversations(ctx, o.ID, store.Page{})
+	cs, _, err := r.ListBotConversations(ctx, o.ID, "", store.Page{})
 	ok(t, err)
 	eq(t, "conversations of other bot", len(cs), 0)
 	cs, _, err = r.ListConversations(ctx, o.ID, "u", store.Page{})
@@ -219,7 +219,7 @@ func testConcurrentWrites(t *testing.T, db store.DB) {
 	ok(t, err)
 	eq(t, "accounts", cnt, n+1)
 	all := collect(t, 100, func(p store.Page) ([]*model.Conversation, string, error) {
-		return db.Chat().ListBotConversations(ctx, f.bot.ID, p)
+		return db.Chat().ListBotConversations(ctx, f.bot.ID, "", p)
 	})
 	eq(t, "conversations", len(all), n)
 }

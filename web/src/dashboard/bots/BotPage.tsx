@@ -3,8 +3,11 @@ import { CodeTab } from '../code/CodeTab'
 import { ConversationsTab } from '../conversations/ConversationsTab'
 import { Transcript } from '../conversations/Transcript'
 import { IssuesTab } from '../issues/IssuesTab'
+import { KnowledgeTab } from '../knowledge/KnowledgeTab'
 import { LogsTab } from '../logs/LogsTab'
 import { href, paths } from '../routes'
+import { TablesTab } from '../tables/TablesTab'
+import { TableView } from '../tables/TableView'
 import { ErrorBox } from '../ui/ErrorBox'
 import { Loading } from '../ui/Loading'
 import { NotDeployedBanner } from './NotDeployedBanner'
@@ -16,6 +19,8 @@ const botTabs: [string, string][] = [
   ['code', 'Code'],
   ['json', 'Bot JSON'],
   ['conversations', 'Conversations'],
+  ['knowledge', 'Knowledge'],
+  ['tables', 'Tables'],
   ['logs', 'Logs'],
   ['issues', 'Issues'],
 ]
@@ -52,6 +57,9 @@ export function BotPage({ ws, botId, tab, sub }: { ws: string; botId: string; ta
       {b && tab === 'conversations' && sub && <Transcript ws={ws} bot={b} conversationId={sub} />}
       {b && tab === 'logs' && <LogsTab ws={ws} bot={b} />}
       {b && tab === 'issues' && <IssuesTab ws={ws} bot={b} />}
+      {b && tab === 'knowledge' && <KnowledgeTab ws={ws} bot={b} />}
+      {b && tab === 'tables' && !sub && <TablesTab ws={ws} bot={b} />}
+      {b && tab === 'tables' && sub && <TableView key={sub} ws={ws} bot={b} table={sub} />}
     </section>
   )
 }

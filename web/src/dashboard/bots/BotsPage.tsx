@@ -5,8 +5,9 @@ import { adminClient } from '../api/client'
 import { keys } from '../api/keys'
 import { href, paths } from '../routes'
 import { ErrorBox } from '../ui/ErrorBox'
-import { when } from '../ui/format'
+import { shortId, when } from '../ui/format'
 import { QueryState } from '../ui/QueryState'
+import { duplicateNames, isDuplicate, sameName } from './duplicates'
 
 export function BotsPage({ ws }: { ws: string }) {
   const bots = useQuery({ queryKey: keys.bots(ws), queryFn: () => adminClient(ws).listBots({}) })
@@ -22,6 +23,7 @@ export function BotsPage({ ws }: { ws: string }) {
       navigate(paths.bot(ws, bot.id, 'code'))
     },
   })
+  const clash = sameName(bots.data?.bots, name)
   const submit = (e: FormEvent) => {
     e.preventDefault()
     create.mutate(name.trim())
@@ -32,11 +34,24 @@ export function BotsPage({ ws }: { ws: string }) {
       <form className="inline-form card" onSubmit={submit}>
         <div className="field">
           <label htmlFor="new-bot-name">New bot name</label>
-          <input id="new-bot-name" value={name} onChange={(e) => setName(e.target.value)} placeholder="support-bot" required />
+          <input
+            id="new-bot-name"
+            value={name}
+            onChange={(e) => setName(e.target.value)}
+            placeholder="support-bot"
+            required
+            aria-describedby={clash.length ? 'new-bot-dup' : undefined}
+          />
         </div>
         <button type="submit" disabled={create.isPending || !name.trim()}>
           {create.isPending ? 'Creating…' : 'Create bot'}
         </button>
+        {clash.length > 0 && (
+          <p className="warning-text" id="new-bot-dup" role="status">
+            This workspace already has a bot named “{clash[0]?.name}”. Two bots with one name are easy to mix up: consider another
+            name.
+          </p>
+        )}
         {create.error && <ErrorBox error={create.error} />}
       </form>
       <QueryState
@@ -45,20 +60,30 @@ export function BotsPage({ ws }: { ws: string }) {
         isEmpty={(d) => d.bots.length === 0}
         empty={<p className="empty">No bots yet. Create your first one above.</p>}
       >
-        {(d) => (
-          <ul className="bot-list">
-            {d.bots.map((b) => (
-              <li key={b.id}>
-                <a href={href(paths.bot(ws, b.id))} className="bot-card">
-                  <span className="bot-name">{b.name}</span>
-                  <span className="muted">
-                    {b.deployedAt ? `Deployed ${when(b.deployedAt)}` : 'Not deployed'} · updated {when(b.updatedAt)}
-                  </span>
-                </a>
-              </li>
-            ))}
-          </ul>
-        )}
+        {(d) => {
+          const dups = duplicateNames(d.bots)
+          return (
+            <ul className="bot-list">
+              {d.bots.map((b) => (
+                <li key={b.id}>
+                  <a href={href(paths.bot(ws, b.id))} className="bot-card">
+                    <span className="bot-name">
+                      {b.name}
+                      {isDuplicate(dups, b.name) && (
+                        <span className="badge warn" title="Another bot has this name">
+                          same name · {shortId(b.id)}
+                        </span>
+                      )}
+                    </span>
+                    <span className="muted">
+                      {b.deployedAt ? `Deployed ${when(b.deployedAt)}` : 'Not deployed'} · updated {when(b.updatedAt)}
+                    </span>
+                  </a>
+                </li>
+              ))}
+            </ul>
+          )
+        }}
       </QueryState>
     </section>
   )

@@ -1,11 +1,12 @@
 import { useState } from 'react'
-import { useMutation, useQueryClient } from '@tanstack/react-query'
+import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query'
 import { useLocation } from 'wouter'
 import { adminClient, type Bot, type Outputs } from '../api/client'
 import { keys } from '../api/keys'
 import { paths } from '../routes'
 import { ErrorBox } from '../ui/ErrorBox'
 import { when } from '../ui/format'
+import { sameName } from './duplicates'
 import { useReloadBot } from './queries'
 
 /** Rename, facts, and deletion (confirmed inline). */
@@ -15,6 +16,8 @@ export function SettingsCard({ ws, bot }: { ws: string; bot: Bot }) {
   const [, navigate] = useLocation()
   const qc = useQueryClient()
   const reload = useReloadBot(ws, bot.id)
+  const bots = useQuery({ queryKey: keys.bots(ws), queryFn: () => adminClient(ws).listBots({}) })
+  const clash = name.trim() === bot.name ? [] : sameName(bots.data?.bots, name, bot.id)
   const rename = useMutation({
     mutationFn: (newName: string) => adminClient(ws).updateBot({ id: bot.id, name: newName }),
     onSuccess: reload,
@@ -42,11 +45,22 @@ export function SettingsCard({ ws, bot }: { ws: string; bot: Bot }) {
       >
         <div className="field">
           <label htmlFor="bot-name">Name</label>
-          <input id="bot-name" value={name} onChange={(e) => setName(e.target.value)} required />
+          <input
+            id="bot-name"
+            value={name}
+            onChange={(e) => setName(e.target.value)}
+            required
+            aria-describedby={clash.length ? 'bot-name-dup' : undefined}
+          />
         </div>
         <button type="submit" disabled={rename.isPending || !name.trim() || name.trim() === bot.name}>
           {rename.isPending ? 'Saving…' : 'Rename'}
         </button>
+        {clash.length > 0 && (
+          <p className="warning-text" id="bot-name-dup" role="status">
+            Another bot of this workspace is named “{clash[0]?.name}”: the two will be easy to mix up.
+          </p>
+        )}
       </form>
       {rename.error && <ErrorBox error={rename.error} />}
       <dl className="facts">

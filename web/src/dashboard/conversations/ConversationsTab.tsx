@@ -1,18 +1,27 @@
+import { useId, useState } from 'react'
 import { useQuery } from '@tanstack/react-query'
 import type { Bot } from '../api/client'
 import { keys } from '../api/keys'
 import { parley } from '../api/parley'
 import { href, paths } from '../routes'
-import { when } from '../ui/format'
+import { shortId, when } from '../ui/format'
 import { QueryState } from '../ui/QueryState'
 import { preview } from './preview'
 
-/** The bot's conversations, newest first, refreshed every 5 seconds. */
+/**
+ * The bot's conversations, newest first, refreshed every 5 seconds, with
+ * their user and message count; searchable by user (id or name) and by
+ * the text of their messages.
+ */
 export function ConversationsTab({ ws, bot }: { ws: string; bot: Bot }) {
+  const [search, setSearch] = useState('')
+  const s = search.trim()
+  const id = useId()
   const convs = useQuery({
-    queryKey: keys.conversations(ws, bot.id),
-    queryFn: ({ signal }) => parley.listConversations(ws, bot.id, 50, signal),
+    queryKey: [...keys.conversations(ws, bot.id), s],
+    queryFn: ({ signal }) => parley.listConversations(ws, bot.id, 50, s, signal),
     refetchInterval: 5000,
+    placeholderData: (prev) => prev,
   })
   return (
     <div className="card">
@@ -22,11 +31,22 @@ export function ConversationsTab({ ws, bot }: { ws: string; bot: Bot }) {
           Refresh
         </button>
       </div>
+      <div className="field conv-search" role="search">
+        <label htmlFor={`${id}-q`}>Search conversations</label>
+        <input
+          id={`${id}-q`}
+          type="search"
+          value={search}
+          onChange={(e) => setSearch(e.target.value)}
+          placeholder="A user id or name, or words from a message"
+          maxLength={200}
+        />
+      </div>
       <QueryState
         query={convs}
         what="conversations"
         isEmpty={(d) => d.conversations.length === 0}
-        empty={<p className="empty">No conversations yet.</p>}
+        empty={<p className="empty">{s ? `No conversation matches “${s}”.` : 'No conversations yet.'}</p>}
       >
         {(d) => (
           <ul className="conv-list">
@@ -35,7 +55,8 @@ export function ConversationsTab({ ws, bot }: { ws: string; bot: Bot }) {
                 <a href={href(paths.conversation(ws, bot.id, c.id))}>
                   <span className="conv-preview">{c.lastMessage ? preview(c.lastMessage.payload) : <em>no messages</em>}</span>
                   <span className="muted small">
-                    {when(c.updatedAt)} · <code>{c.id.slice(0, 8)}</code>
+                    {when(c.updatedAt)} · {c.messageCount} {c.messageCount === 1 ? 'message' : 'messages'} · user{' '}
+                    <code>{c.ownerId ? shortId(c.ownerId) : 'unknown'}</code> · conversation <code>{shortId(c.id)}</code>
                   </span>
                 </a>
               </li>

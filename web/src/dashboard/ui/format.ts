@@ -12,3 +12,11 @@ export function randomKey(): string {
   const bytes = crypto.getRandomValues(new Uint8Array(32))
   return Array.from(bytes, (b) => alphabet[b % 32]).join('')
 }
+
+/**
+ * An id shortened for display: its last 8 characters (Parley's ids start
+ * with their creation time, so their beginnings look alike).
+ */
+export function shortId(id: string): string {
+  return id.length > 10 ? `…${id.slice(-8)}` : id
+}
