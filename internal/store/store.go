@@ -44,6 +44,9 @@ type Store interface {
 	Analytics() Analytics
 	// Tables is in tables.go.
 	Tables() Tables
+	// Handoffs and Activity are in support.go.
+	Handoffs() Handoffs
+	Activity() Activity
 
 	// InTx runs fn in one transaction: everything fn does through tx commits
 	// together or not at all. Nested calls join the outer transaction.
