@@ -253,7 +253,7 @@ func (a *App) start(ctx context.Context, o options) error {
 		mux.Handle("GET /metrics", met.Handler())
 	}
 	mux.Handle("/v1/admin/", admin.NewHandler(admin.Deps{Accounts: a.accounts, Workspaces: a.workspaces,
-		Members: members, Bots: a.bots, PublicURL: a.URL}))
+		Members: members, Bots: a.bots, Support: administration.NewSupport(a.db, commit), PublicURL: a.URL}))
 	mux.Handle("/v2/", admin.HostedOnly) // Botpress's billing and usage: 405 MethodNotFound
 	mux.Handle("/v1/chat/", runtimehttp.NewHandler(a.runtimeAPI, limits))
 	filesHandler := fileshttp.NewHandler(filesAPI, credentials, limits)

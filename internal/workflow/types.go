@@ -102,6 +102,10 @@ const (
 	// (the table's when empty). Both use the Tables API's row operations.
 	CardTableRead  = "tableRead"
 	CardTableWrite = "tableWrite"
+	// CardHandoff hands the conversation over to humans (Parley's
+	// client.requestHandoff): the bot's turns in it are skipped until an
+	// operator hands it back.
+	CardHandoff = "handoff"
 )
 
 // Card is one step of a node. Which fields apply depends on Type (see the
@@ -139,6 +143,7 @@ type Card struct {
 	Filter     map[string]any    `json:"filter,omitempty"`    // tableRead
 	Row        map[string]any    `json:"row,omitempty"`       // tableWrite
 	KeyColumn  string            `json:"keyColumn,omitempty"` // tableWrite
+	Reason     string            `json:"reason,omitempty"`    // handoff
 	outputMap  map[string]string // call: output var of the callee → variable of the caller
 	outputVar  string            // action
 }

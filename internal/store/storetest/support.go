@@ -74,7 +74,9 @@ func testActivity(t *testing.T, db store.DB) {
 	other := newBot(t, db, f.ws, nil, 1)
 	hour := time.Hour
 	day0 := time.Date(2025, 3, 1, 0, 0, 0, 0, time.UTC)
-	h := func(n int, min int) time.Time { return day0.Add(time.Duration(n)*hour + time.Duration(min)*time.Minute) }
+	h := func(n int, min int) time.Time {
+		return day0.Add(time.Duration(n)*hour + time.Duration(min)*time.Minute)
+	}
 	user := func(botID, id string, created time.Time) {
 		ok(t, db.Chat().CreateUser(ctx, &model.ChatUser{BotID: botID, ID: id, CreatedAt: created}))
 	}
@@ -92,7 +94,7 @@ func testActivity(t *testing.T, db store.DB) {
 	user(f.bot.ID, "u1", h(0, 1))
 	user(f.bot.ID, "u2", h(2, 1))
 	user(f.bot.ID, model.AgentUserID(f.acct.ID), h(2, 2)) // an operator: not a new user
-	user(f.bot.ID, f.bot.ID, h(0, 0))                      // the bot's own user
+	user(f.bot.ID, f.bot.ID, h(0, 0))                     // the bot's own user
 	c1 := conv(f.bot.ID, "c1", h(0, 1))
 	c2 := conv(f.bot.ID, "c2", h(2, 1))
 	msg(c1, "u1", model.DirectionIncoming, h(0, 2))
