@@ -497,6 +497,8 @@ func renderVersion(v *model.BotVersion, withCode bool) map[string]any {
 	}
 	if withCode {
 		out["code"] = v.Code
+		// Parley: the code was generated from bot JSON (a workflow bot).
+		out["fromBotJson"] = v.BotJSON != ""
 	}
 	return out
 }

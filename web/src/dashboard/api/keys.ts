@@ -12,4 +12,8 @@ export const keys = {
   messages: (ws: string, botId: string, conversationId: string) => ['ws', ws, 'bot', botId, 'messages', conversationId] as const,
   logs: (ws: string, botId: string) => ['ws', ws, 'bot', botId, 'logs'] as const,
   issues: (ws: string, botId: string) => ['ws', ws, 'bot', botId, 'issues'] as const,
+  handoffs: (ws: string, botId: string) => ['ws', ws, 'bot', botId, 'handoffs'] as const,
+  handoff: (ws: string, botId: string, conversationId: string) => ['ws', ws, 'bot', botId, 'handoffs', conversationId] as const,
+  analytics: (ws: string, botId: string, range: string) => ['ws', ws, 'bot', botId, 'analytics', range] as const,
+  botJson: (ws: string, botId: string) => ['ws', ws, 'bot', botId, 'bot-json'] as const,
 }
