@@ -85,8 +85,7 @@ func (s *Support) ListHandoffs(ctx context.Context, c *Caller, botID, status str
 	return s.store.Handoffs().List(ctx, botID, status, page)
 }
 
-// GetHandoff returns the conversation's handoff (NotFound when the bot has
-// it).
+// GetHandoff returns the conversation's handoff, nil when the bot has it.
 func (s *Support) GetHandoff(ctx context.Context, c *Caller, botID, convID string) (*model.Handoff, error) {
 	if err := c.require("getHandoff"); err != nil {
 		return nil, err
@@ -99,7 +98,7 @@ func (s *Support) GetHandoff(ctx context.Context, c *Caller, botID, convID strin
 	}
 	h, err := s.store.Handoffs().Get(ctx, botID, convID)
 	if model.IsNotFound(err) {
-		return nil, model.NotFound("Handoff of conversation " + quote(convID))
+		return nil, nil
 	}
 	return h, err
 }

@@ -158,8 +158,11 @@ func TestHandoffThroughAdminAPI(t *testing.T) {
 
 		rt.say(conv, user, "hello")
 		rt.waitFor(conv, "echo: hello")
-		if r := adminCall(t, a, ws, "GET", base, ""); r.status != 404 || r.body["type"] != "ResourceNotFound" {
+		if r := adminCall(t, a, ws, "GET", base, ""); r.status != 200 || r.body["handoff"] != nil {
 			t.Fatalf("handoff before any: %d %v", r.status, r.body)
+		}
+		if r := adminCall(t, a, ws, "GET", "/v1/admin/bots/"+bot.ID+"/conversations/nope/handoff", ""); r.status != 404 {
+			t.Fatalf("handoff of an unknown conversation: %d %v", r.status, r.body)
 		}
 
 		// The bot asks for a human.
@@ -215,6 +218,9 @@ func TestHandoffThroughAdminAPI(t *testing.T) {
 			t.Fatalf("taken over: %v", h)
 		}
 		agentUser := agent["userId"].(string)
+		if r := adminCall(t, a, ws, "GET", base, ""); r.status != 200 || r.body["handoff"].(map[string]any)["status"] != "active" {
+			t.Fatalf("get handoff: %d %v", r.status, r.body)
+		}
 		if r := adminCall(t, a, ws, "GET", "/v1/admin/bots/"+bot.ID+"/handoffs?status=waiting", ""); len(r.body["handoffs"].([]any)) != 0 {
 			t.Fatalf("still waiting after the take over: %v", r.body)
 		}

@@ -86,6 +86,9 @@ func (h *Handler) getHandoff(w http.ResponseWriter, r *http.Request, c *administ
 	if err != nil {
 		return err
 	}
+	if x == nil {
+		return ok(w, map[string]any{"handoff": nil}) // the bot answers it
+	}
 	return ok(w, map[string]any{"handoff": renderHandoff(x, model.Now())})
 }
 

@@ -71,15 +71,9 @@ export const support = {
   /** GET /v1/admin/bots/{id}/handoffs: longest waiting first. */
   listHandoffs: (ws: string, botId: string, status: 'waiting' | 'active' | '', signal?: AbortSignal) =>
     call<{ handoffs: Handoff[] }>('GET', `${bot(botId)}/handoffs?pageSize=100${status ? `&status=${status}` : ''}`, ws, undefined, signal),
-  /** The conversation's handoff, or null when the bot has it. */
-  getHandoff: async (ws: string, botId: string, conversationId: string, signal?: AbortSignal) => {
-    try {
-      return (await call<{ handoff: Handoff }>('GET', handoffPath(botId, conversationId), ws, undefined, signal)).handoff
-    } catch (e) {
-      if (e instanceof Error && 'type' in e && e.type === 'ResourceNotFound') return null
-      throw e
-    }
-  },
+  /** The conversation's handoff, or null when the bot answers it. */
+  getHandoff: async (ws: string, botId: string, conversationId: string, signal?: AbortSignal) =>
+    (await call<{ handoff: Handoff | null }>('GET', handoffPath(botId, conversationId), ws, undefined, signal)).handoff,
   takeOver: (ws: string, botId: string, conversationId: string) =>
     call<{ handoff: Handoff }>('POST', handoffPath(botId, conversationId), ws, {}),
   reply: (ws: string, botId: string, conversationId: string, payload: Payload) =>

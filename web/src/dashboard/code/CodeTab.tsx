@@ -24,8 +24,8 @@ export function CodeTab({ ws, bot }: { ws: string; bot: Bot }) {
             </h2>
             <p className="muted" id="generated-help">
               This is a workflow bot: its code is generated from its bot JSON each time it is published, so it is read-only here.
-              Change the workflows in the <a href={href(paths.bot(ws, bot.id, 'code/bot-json'))}>bot JSON</a> and publish it again
-              (<code>publishFromBotJson</code> or <code>parley bot deploy</code>).
+              Change the workflows in the bot JSON and publish it again (<code>publishFromBotJson</code> or{' '}
+              <code>parley bot deploy</code>). <a href={href(paths.bot(ws, bot.id, 'code/bot-json'))}>View the bot JSON</a>
             </p>
             <Editor id="code" label="Generated code (read-only)" value={code} readOnly describedBy="generated-help" />
           </div>

@@ -5,7 +5,7 @@ import { parley } from '../api/parley'
 import { href, paths } from '../routes'
 import { when } from '../ui/format'
 import { QueryState } from '../ui/QueryState'
-import { HandoffPanel } from '../handoff/HandoffPanel'
+import { HandoffBar, HandoffReply } from '../handoff/HandoffPanel'
 import { preview } from './preview'
 
 /** One conversation's messages, oldest first, refreshed every 3 seconds. */
@@ -26,7 +26,7 @@ export function Transcript({ ws, bot, conversationId }: { ws: string; bot: Bot; 
       <p className="muted small">
         Conversation <code>{conversationId}</code>
       </p>
-      <HandoffPanel ws={ws} bot={bot} conversationId={conversationId} />
+      <HandoffBar ws={ws} bot={bot} conversationId={conversationId} />
       <QueryState query={msgs} what="messages" isEmpty={(d) => d.messages.length === 0} empty={<p className="empty">No messages.</p>}>
         {({ messages: list, names }) => (
           <ol className="transcript" aria-label="Messages, oldest first">
@@ -47,6 +47,7 @@ export function Transcript({ ws, bot, conversationId }: { ws: string; bot: Bot; 
           </ol>
         )}
       </QueryState>
+      <HandoffReply ws={ws} bot={bot} conversationId={conversationId} />
     </div>
   )
 }
