@@ -122,8 +122,21 @@ func (s *Support) TakeOver(ctx context.Context, c *Caller, botID, convID, reason
 		return nil, err
 	}
 	now := model.Now()
+	// The operator's agent user joins the conversation: participant_added
+	// tells the user's chat (the webchat then shows the agent's replies
+	// under the agent's name).
+	agentID := model.AgentUserID(c.Account.ID)
+	joined, err := s.store.Chat().IsParticipant(ctx, botID, convID, agentID)
+	if err != nil {
+		return nil, err
+	}
+	var sig *model.Signal
+	if !joined {
+		sig = &model.Signal{BotID: botID, ConversationID: convID, Type: model.SignalParticipantAdded,
+			Data: wire.ParticipantData(convID, agentID), CreatedAt: now}
+	}
 	var out *model.Handoff
-	err = s.store.InTx(ctx, func(tx store.Store) error {
+	err = s.commit.Commit(ctx, &store.Write{Signal: sig, Apply: func(ctx context.Context, tx store.Store) error {
 		h, err := tx.Handoffs().Get(ctx, botID, convID)
 		switch {
 		case model.IsNotFound(err):
@@ -148,7 +161,7 @@ func (s *Support) TakeOver(ctx context.Context, c *Caller, botID, convID, reason
 		v, _ := json.Marshal(map[string]any{"botId": botID, "conversationId": convID, "reason": h.Reason,
 			"waitedMs": now.Sub(h.RequestedAt).Milliseconds()})
 		return audit(ctx, tx, c.Workspace.ID, &c.Principal, model.AuditHandoffTakeOver, convID, b.Name, string(v))
-	})
+	}})
 	return out, err
 }
 
