@@ -63,6 +63,8 @@ await run('support', async (browser) => {
 
   step('the user sees the agent; the bot stays quiet')
   await chat.getByText('Hi, a human here. How can I help?').waitFor({ timeout: T })
+  // The agent joined the conversation: the webchat shows its initial, not the bot's.
+  await chat.getByText('A', { exact: true }).first().waitFor({ timeout: T })
   await say('my order is late')
   await page.locator('.msg.user').getByText('my order is late').waitFor({ timeout: T })
   await reply.scrollIntoViewIfNeeded()
