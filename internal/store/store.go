@@ -240,9 +240,9 @@ type Chat interface {
 	// PendingTurns returns the oldest pending turns of a conversation, in
 	// order.
 	PendingTurns(ctx context.Context, botID, conversationID string, limit int) ([]*model.Turn, error)
-	// PendingTurnInputs is PendingTurns with what each turn refers to,
-	// read in the same query (the turn dispatcher's one read per batch of
-	// turns).
+	// PendingTurnInputs is PendingTurns with what each turn refers to
+	// and whether the conversation is in handoff, read in the same query
+	// (the turn dispatcher's one read per batch of turns).
 	PendingTurnInputs(ctx context.Context, botID, conversationID string, limit int) ([]PendingTurn, error)
 	// PendingConversations lists conversations with pending turns, at most
 	// limit of them (for start-up recovery).
@@ -266,6 +266,9 @@ type PendingTurn struct {
 	Turn    *model.Turn
 	Message *model.Message
 	Event   *model.Event
+	// Handoff is set when the conversation is in handoff (store.Handoffs)
+	// as the turn is read: its bot is paused.
+	Handoff bool
 }
 
 // State scopes of bot state.

@@ -315,20 +315,10 @@ func (d *Dispatcher) runConversation(ref model.ConversationRef, wait *time.Durat
 			}
 			return false
 		}
-		// A conversation in handoff (model.Handoff) pauses the bot: its
-		// turns complete without running it. One read per batch; a turn
+		// A conversation in handoff (model.Handoff, read with the turns)
+		// pauses the bot: its turns complete without running it. A turn
 		// whose bot asked for a handoff pauses the rest of the batch.
-		paused := false
-		if len(turns) > 0 {
-			if _, err := d.store.Handoffs().Get(ctx, ref.BotID, ref.ConversationID); err == nil {
-				paused = true
-			} else if !model.IsNotFound(err) {
-				if ctx.Err() == nil {
-					d.log.Warn("turns: reading the handoff failed", "err", err, "conversation", ref.ConversationID)
-				}
-				return false
-			}
-		}
+		paused := len(turns) > 0 && turns[0].Handoff
 		for _, p := range turns {
 			t := p.Turn
 			if ctx.Err() != nil || !flush() {
