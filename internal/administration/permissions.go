@@ -22,6 +22,12 @@ var required = map[string]model.Permission{
 	"deleteBotIssue":           model.PermWriteBots,
 	"listBotConversations":     model.PermRead,
 	"listConversationMessages": model.PermRead,
+	"listHandoffs":             model.PermRead,
+	"getHandoff":               model.PermRead,
+	"takeOverConversation":     model.PermWriteBots,
+	"replyAsAgent":             model.PermWriteBots,
+	"handBackConversation":     model.PermWriteBots,
+	"getBotAnalytics":          model.PermRead,
 }
 
 // require fails with 403 when the caller's role may not call operation op.

@@ -15,6 +15,12 @@ func TestRequire(t *testing.T) {
 		"getBot":                   model.RoleViewer, // not listed: any member
 		"listBotConversations":     model.RoleViewer,
 		"listConversationMessages": model.RoleViewer,
+		"listHandoffs":             model.RoleViewer,
+		"getHandoff":               model.RoleViewer,
+		"getBotAnalytics":          model.RoleViewer,
+		"takeOverConversation":     model.RoleDeveloper,
+		"replyAsAgent":             model.RoleDeveloper,
+		"handBackConversation":     model.RoleDeveloper,
 		"createBot":                model.RoleDeveloper,
 		"updateBot":                model.RoleDeveloper,
 		"deleteBot":                model.RoleDeveloper,

@@ -293,7 +293,7 @@ func (a *App) start(ctx context.Context, o options) error {
 		mux.Handle("GET /metrics", met.Handler())
 	}
 	mux.Handle("/v1/admin/", admin.NewHandler(admin.Deps{Accounts: a.accounts, Workspaces: a.workspaces,
-		Members: members, Bots: a.bots, PublicURL: a.URL}))
+		Members: members, Bots: a.bots, Support: administration.NewSupport(a.db, commit), PublicURL: a.URL}))
 	integrationsAPI := integrationshttp.NewHandler(integrationshttp.Deps{Accounts: a.accounts, Integrations: integ})
 	for _, p := range integrationshttp.Patterns {
 		mux.Handle(p, integrationsAPI)

@@ -194,7 +194,7 @@ func normalizePath(p string) string {
 // of the same file (const p = "/chat/{wh}") are resolved.
 func registeredRoutes(t *testing.T) []string {
 	root := testapp.RepoRoot()
-	files := []string{"internal/app/app.go", "internal/httpapi/admin/admin.go", "internal/httpapi/chat/handler.go",
+	files := []string{"internal/app/app.go", "internal/httpapi/admin/admin.go", "internal/httpapi/admin/support.go", "internal/httpapi/chat/handler.go",
 		"internal/httpapi/webchat/handler.go", "internal/httpapi/runtimeapi/handler.go",
 		"internal/httpapi/files/handler.go", "internal/httpapi/tables/handler.go", "internal/httpapi/integrations/handler.go"}
 	var out []string

@@ -47,6 +47,8 @@ var ClientOperations = []string{
 	"listUsers", "listConversations", "listParticipants", "listEvents", "getEvent",
 	"trackAnalytics", "searchFiles", "callAction",
 	"findTableRows", "getTableRow", "createTableRows", "updateTableRows", "upsertTableRows", "deleteTableRows",
+	// Parley's: hand the conversation over to humans (docs/runtime.md).
+	"requestHandoff",
 }
 
 // States are the three bot-code state objects as JSON objects. A nil or

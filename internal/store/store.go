@@ -47,6 +47,9 @@ type Store interface {
 	Tables() Tables
 	// Integrations is in integrations.go.
 	Integrations() Integrations
+	// Handoffs and Activity are in support.go.
+	Handoffs() Handoffs
+	Activity() Activity
 
 	// InTx runs fn in one transaction: everything fn does through tx commits
 	// together or not at all. Nested calls join the outer transaction.
@@ -245,9 +248,9 @@ type Chat interface {
 	// PendingTurns returns the oldest pending turns of a conversation, in
 	// order.
 	PendingTurns(ctx context.Context, botID, conversationID string, limit int) ([]*model.Turn, error)
-	// PendingTurnInputs is PendingTurns with what each turn refers to,
-	// read in the same query (the turn dispatcher's one read per batch of
-	// turns).
+	// PendingTurnInputs is PendingTurns with what each turn refers to
+	// and whether the conversation is in handoff, read in the same query
+	// (the turn dispatcher's one read per batch of turns).
 	PendingTurnInputs(ctx context.Context, botID, conversationID string, limit int) ([]PendingTurn, error)
 	// PendingConversations lists conversations with pending turns, at most
 	// limit of them (for start-up recovery).
@@ -271,6 +274,9 @@ type PendingTurn struct {
 	Turn    *model.Turn
 	Message *model.Message
 	Event   *model.Event
+	// Handoff is set when the conversation is in handoff (store.Handoffs)
+	// as the turn is read: its bot is paused.
+	Handoff bool
 }
 
 // State scopes of bot state.

@@ -86,6 +86,10 @@ type BotOutput interface {
 	// stored with its completion (and, for an EffectHolder, its held
 	// replies). apply must be re-runnable (store.Write).
 	WithCompletion(apply func(ctx context.Context, tx store.Store) error)
+	// RequestHandoff asks for a human to take the conversation over
+	// ("" for the turn's), stored with the turn's completion: the bot's
+	// turns in it are skipped until an operator hands it back.
+	RequestHandoff(ctx context.Context, conversationID, reason string) error
 }
 
 // OutgoingMessage is a message a bot sends. ConversationID defaults to the

@@ -336,6 +336,9 @@ type botHost struct {
 
 // Call runs a Runtime API operation through the Runtime API's use cases.
 func (h *botHost) Call(ctx context.Context, op string, input map[string]any) (map[string]any, error) {
+	if op == "requestHandoff" {
+		return h.requestHandoff(ctx, input)
+	}
 	if h.api == nil {
 		return nil, model.Errorf(model.ErrMethodNotFound, "client.%s is not available", op)
 	}
@@ -433,4 +436,26 @@ func (h *botHost) GetConversation(ctx context.Context, id string) (map[string]an
 		return nil, err
 	}
 	return toMap(wire.NewConversation(c)), nil
+}
+
+// requestHandoff is Parley's client.requestHandoff({ conversationId?,
+// reason? }): the conversation waits for an operator, stored with the
+// turn's completion (BotOutput.RequestHandoff).
+func (h *botHost) requestHandoff(ctx context.Context, input map[string]any) (map[string]any, error) {
+	conv, _ := input["conversationId"].(string)
+	reason, _ := input["reason"].(string)
+	if v, ok := input["conversationId"]; ok && v != nil {
+		if _, isStr := v.(string); !isStr {
+			return nil, model.Invalid("conversationId: must be a string")
+		}
+	}
+	if v, ok := input["reason"]; ok && v != nil {
+		if _, isStr := v.(string); !isStr {
+			return nil, model.Invalid("reason: must be a string")
+		}
+	}
+	if err := h.out.RequestHandoff(ctx, conv, reason); err != nil {
+		return nil, err
+	}
+	return map[string]any{"handoff": map[string]any{"status": model.HandoffWaiting}}, nil
 }

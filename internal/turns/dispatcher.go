@@ -362,10 +362,18 @@ func (d *Dispatcher) runConversation(ref model.ConversationRef, wait *time.Durat
 			}
 			return false
 		}
+		// A conversation in handoff (model.Handoff, read with the turns)
+		// pauses the bot: its turns complete without running it. A turn
+		// whose bot asked for a handoff pauses the rest of the batch.
+		paused := len(turns) > 0 && turns[0].Handoff
 		for _, p := range turns {
 			t := p.Turn
 			if ctx.Err() != nil || !flush() {
 				return false
+			}
+			if paused {
+				completions = append(completions, d.skipTurn(context.WithoutCancel(ctx), t, fence))
+				continue
 			}
 			// On a stop the turn in flight gets a grace period to finish,
 			// so a clean restart runs no turn twice.
@@ -391,15 +399,21 @@ func (d *Dispatcher) runConversation(ref model.ConversationRef, wait *time.Durat
 				return false
 			}
 			d.forget(key)
+			took := time.Since(started)
 			if d.o.Observer != nil {
-				d.o.Observer.TurnRan(time.Since(started), err != nil)
+				d.o.Observer.TurnRan(took, err != nil)
+			}
+			if out != nil && out.handoff {
+				paused = true
 			}
 			if err != nil {
 				// The turn ran and failed: it is not retried (a failing
 				// bot would otherwise block its conversation forever).
 				d.log.Warn("turns: bot failed", "err", err, "bot", t.BotID, "conversation", t.ConversationID, "seq", t.Seq)
 			}
-			completions = append(completions, d.completeTurn(context.WithoutCancel(ctx), t, out, fence))
+			run := &model.TurnRun{BotID: t.BotID, ConversationID: t.ConversationID, Seq: t.Seq, RanAt: started,
+				Duration: took, Failed: err != nil}
+			completions = append(completions, d.completeTurn(context.WithoutCancel(ctx), t, out, run, fence))
 		}
 		if len(turns) < turnBatch && !d.o.Leases {
 			// All pending turns ran. A turn committed since the read has
@@ -468,9 +482,10 @@ const turnStopGrace = 5 * time.Second
 // With leases, fence makes the write commit only while this node still
 // holds the conversation's lease at the epoch it took: a node that was
 // paused past its lease and taken over commits nothing (store.ErrFenced).
-func (d *Dispatcher) completeTurn(ctx context.Context, t *model.Turn, out *turnOutput, fence *store.Fence) (wait func() error) {
+func (d *Dispatcher) completeTurn(ctx context.Context, t *model.Turn, out *turnOutput, run *model.TurnRun, fence *store.Fence) (wait func() error) {
 	full := out.completion(t, false)
 	full.Fence = fence
+	recordRun(full, run)
 	w := d.commit.Submit(ctx, full)
 	return func() error {
 		err := w()
@@ -486,8 +501,30 @@ func (d *Dispatcher) completeTurn(ctx context.Context, t *model.Turn, out *turnO
 			"bot", t.BotID, "conversation", t.ConversationID, "seq", t.Seq)
 		bare := out.completion(t, true)
 		bare.Fence = fence
+		recordRun(bare, run)
 		return d.commit.Commit(ctx, bare)
 	}
+}
+
+// recordRun adds the turn's run (analytics: its time, whether it failed)
+// to the write that completes it.
+func recordRun(w *store.Write, run *model.TurnRun) {
+	apply := w.Apply
+	w.Apply = func(ctx context.Context, tx store.Store) error {
+		if err := apply(ctx, tx); err != nil {
+			return err
+		}
+		return tx.Activity().RecordTurn(ctx, run)
+	}
+}
+
+// skipTurn completes a turn of a conversation in handoff without running
+// the bot: the user's message stays stored and shown, the bot does not
+// answer it (not after the hand back either).
+func (d *Dispatcher) skipTurn(ctx context.Context, t *model.Turn, fence *store.Fence) (wait func() error) {
+	w := (*turnOutput)(nil).completion(t, true)
+	w.Fence = fence
+	return d.commit.Submit(ctx, w)
 }
 
 // runTurn runs a pending turn, read with what it refers to

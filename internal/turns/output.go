@@ -124,6 +124,34 @@ type turnOutput struct {
 	// refused (a turn whose every reply was refused gets the fallback
 	// message).
 	sent, refused int
+	// handoff is set when the bot asked for a human (RequestHandoff).
+	handoff bool
+}
+
+// RequestHandoff hands the conversation over to humans with the turn's
+// completion: it waits for an operator, and the bot's next turns in it
+// are skipped until the hand back. Asking again while in handoff changes
+// nothing.
+func (o *turnOutput) RequestHandoff(ctx context.Context, conversationID, reason string) error {
+	if len(reason) > model.HandoffReasonMax {
+		return model.Invalid("reason: at most %d characters", model.HandoffReasonMax)
+	}
+	conv := o.convID(conversationID)
+	if conv != o.conv {
+		if err := o.out.requireConversation(ctx, o.botID, conv); err != nil {
+			return err
+		}
+	}
+	h := &model.Handoff{BotID: o.botID, ConversationID: conv, Status: model.HandoffWaiting, Reason: reason,
+		RequestedBy: "bot", RequestedAt: model.Now()}
+	o.WithCompletion(func(ctx context.Context, tx store.Store) error {
+		_, err := tx.Handoffs().Request(ctx, h)
+		return err
+	})
+	if conv == o.conv {
+		o.handoff = true
+	}
+	return nil
 }
 
 func (o *turnOutput) convID(id string) string {

@@ -79,7 +79,7 @@ const driverJS = `(function () {
           if (typeof f !== 'function') throw new Error('unknown action ' + req.name);
           return await f(req.input);
         case 'client':
-          if (req.name !== 'findTableRows' && req.name !== 'upsertTableRows') throw new Error('unknown client request ' + req.name);
+          if (req.name !== 'findTableRows' && req.name !== 'upsertTableRows' && req.name !== 'requestHandoff') throw new Error('unknown client request ' + req.name);
           return await ctx.client[req.name](req.input);
         case 'set':
           obj(req.scope)[req.name] = req.value;

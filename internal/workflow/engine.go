@@ -799,6 +799,14 @@ func (r *run) card(c *Card) (stop bool, err error) {
 		if err := r.queryKB(c); err != nil {
 			return false, err
 		}
+	case CardHandoff:
+		reason, err := r.renderString(c.Reason)
+		if err != nil {
+			return false, err
+		}
+		if _, err := r.req("client", "name", "requestHandoff", "input", map[string]any{"reason": reason}); err != nil {
+			return false, err
+		}
 	case CardExpression:
 		ok, err := r.truthy(c.Condition, nil)
 		if err != nil {

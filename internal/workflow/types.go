@@ -107,6 +107,10 @@ const (
 	// the answer goes to output (null when no passage scored) and, with
 	// say, to the user with its sources.
 	CardQueryKB = "queryKnowledgeBase"
+	// CardHandoff hands the conversation over to humans (Parley's
+	// client.requestHandoff): the bot's turns in it are skipped until an
+	// operator hands it back.
+	CardHandoff = "handoff"
 )
 
 // Card is one step of a node. Which fields apply depends on Type (see the
@@ -147,6 +151,7 @@ type Card struct {
 	Question   string            `json:"question,omitempty"`       // queryKnowledgeBase
 	KBs        []string          `json:"knowledgeBases,omitempty"` // queryKnowledgeBase
 	Say        bool              `json:"say,omitempty"`            // queryKnowledgeBase
+	Reason     string            `json:"reason,omitempty"`         // handoff
 	outputMap  map[string]string // call: output var of the callee → variable of the caller
 	outputVar  string            // action
 }

@@ -368,6 +368,8 @@ func (b *Bot) checkCard(flow string, c *Card, ptr string, l *errList) {
 		}
 	case CardLog:
 		checkTemplate(c.Message, ptr+"/message", l)
+	case CardHandoff:
+		checkTemplate(c.Reason, ptr+"/reason", l)
 	case CardAction:
 		if _, ok := b.Doc.Actions[c.Action]; !ok {
 			l.add(ptr+"/action", "unknown action %q", c.Action)

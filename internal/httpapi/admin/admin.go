@@ -24,6 +24,8 @@ type Deps struct {
 	Workspaces *administration.Workspaces
 	Members    *administration.Members
 	Bots       *administration.Bots
+	// Support serves handoff and analytics (support.go).
+	Support *administration.Support
 	// PublicURL is the base of the URLs shown in responses (webhook URLs).
 	PublicURL string
 }
@@ -34,6 +36,7 @@ type Handler struct {
 	workspaces *administration.Workspaces
 	members    *administration.Members
 	bots       *administration.Bots
+	support    *administration.Support
 	publicURL  string
 	mux        *httpx.Mux
 }
@@ -41,7 +44,7 @@ type Handler struct {
 // NewHandler returns the Admin API handler; it expects full paths
 // (/v1/admin/...).
 func NewHandler(d Deps) http.Handler {
-	h := &Handler{accounts: d.Accounts, workspaces: d.Workspaces, members: d.Members, bots: d.Bots,
+	h := &Handler{accounts: d.Accounts, workspaces: d.Workspaces, members: d.Members, bots: d.Bots, support: d.Support,
 		publicURL: strings.TrimRight(d.PublicURL, "/"), mux: httpx.NewMux()}
 	h.routes()
 	return httpx.CORS(httpx.LimitBody(BodyLimit, h.mux))
@@ -99,6 +102,7 @@ func (h *Handler) routes() {
 	m.Handle("GET "+p+"/bots/{id}/conversations/{conversationId}/messages", h.workspace(h.listConversationMessages))
 	m.Handle("POST "+p+"/introspect", h.account(h.introspect))
 	h.hostedRoutes()
+	h.supportRoutes()
 	m.HandleFunc(p+"/", httpx.NoRoute)
 }
 
@@ -493,6 +497,8 @@ func renderVersion(v *model.BotVersion, withCode bool) map[string]any {
 	}
 	if withCode {
 		out["code"] = v.Code
+		// Parley: the code was generated from bot JSON (a workflow bot).
+		out["fromBotJson"] = v.BotJSON != ""
 	}
 	return out
 }

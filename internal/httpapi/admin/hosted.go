@@ -35,7 +35,6 @@ var hostedOnly = []struct{ op, method, path string }{
 	{"listUsageActivity", "GET", "/usages/{id}/activity"},
 	{"listUsageActivityDaily", "GET", "/usages/{id}/daily-activity"},
 	{"changeAISpendQuota", "PUT", "/quotas/ai-spend"},
-	{"getBotAnalytics", "GET", "/bots/{id}/analytics"},
 }
 
 func (h *Handler) hostedRoutes() {

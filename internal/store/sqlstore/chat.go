@@ -487,13 +487,14 @@ func (r chat) PendingTurnInputs(ctx context.Context, botID, conversationID strin
 		var mAt sql.NullInt64
 		var eID, eConv, eUser, eType, ePayload, eStatus, eMsg sql.NullString
 		var eAt sql.NullInt64
+		var handoff sql.NullString
 		if err := sc.Scan(&t.BotID, &t.ConversationID, &t.Seq, &t.Kind, &t.RefID, &t.UserID, &t.Attempts, &c,
 			&mID, &mConv, &mUser, &mPayload, &mMeta, &mTags, &mDir, &mAt,
-			&eID, &eConv, &eUser, &eType, &ePayload, &eAt, &eStatus, &eMsg); err != nil {
+			&eID, &eConv, &eUser, &eType, &ePayload, &eAt, &eStatus, &eMsg, &handoff); err != nil {
 			return store.PendingTurn{}, err
 		}
 		t.CreatedAt = fromMS(c)
-		p := store.PendingTurn{Turn: &t}
+		p := store.PendingTurn{Turn: &t, Handoff: handoff.Valid}
 		if mID.Valid {
 			m := &model.Message{BotID: t.BotID, ID: mID.String, ConversationID: mConv.String, UserID: mUser.String,
 				Payload: json.RawMessage(mPayload.String), Direction: mDir.String, CreatedAt: fromMS(mAt.Int64)}
@@ -513,10 +514,11 @@ func (r chat) PendingTurnInputs(ctx context.Context, botID, conversationID strin
 		return p, nil
 	}, `SELECT t.bot_id, t.conversation_id, t.seq, t.kind, t.ref_id, t.user_id, t.attempts, t.created_at,
 		m.id, m.conversation_id, m.user_id, m.payload, m.metadata, m.tags, m.direction, m.created_at,
-		e.id, e.conversation_id, e.user_id, e.type, e.payload, e.created_at, e.status, e.message_id
+		e.id, e.conversation_id, e.user_id, e.type, e.payload, e.created_at, e.status, e.message_id, h.status
 		FROM turns t
 		LEFT JOIN messages m ON t.kind = ? AND m.bot_id = t.bot_id AND m.id = t.ref_id
 		LEFT JOIN events e ON t.kind = ? AND e.bot_id = t.bot_id AND e.id = t.ref_id
+		LEFT JOIN handoffs h ON h.bot_id = t.bot_id AND h.conversation_id = t.conversation_id
 		WHERE t.bot_id = ? AND t.conversation_id = ? ORDER BY t.seq LIMIT ?`,
 		model.TurnMessage, model.TurnEvent, botID, conversationID, limit)
 }

@@ -67,6 +67,8 @@ func Run(t *testing.T, open func(t *testing.T) store.DB) {
 		{"RuntimeEvents", testRuntimeEvents},
 		{"RuntimeStates", testRuntimeStates},
 		{"WorkflowsTasksAnalytics", testWorkflowsTasksAnalytics},
+		{"Handoffs", testHandoffs},
+		{"Activity", testActivity},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -20,4 +20,8 @@ export const keys = {
   table: (ws: string, botId: string, table: string) => ['ws', ws, 'bot', botId, 'tables', table] as const,
   rows: (ws: string, botId: string, table: string, query: unknown) => ['ws', ws, 'bot', botId, 'tables', table, 'rows', query] as const,
   jobs: (ws: string, botId: string, table: string) => ['ws', ws, 'bot', botId, 'tables', table, 'jobs'] as const,
+  handoffs: (ws: string, botId: string) => ['ws', ws, 'bot', botId, 'handoffs'] as const,
+  handoff: (ws: string, botId: string, conversationId: string) => ['ws', ws, 'bot', botId, 'handoffs', conversationId] as const,
+  analytics: (ws: string, botId: string, range: string) => ['ws', ws, 'bot', botId, 'analytics', range] as const,
+  botJson: (ws: string, botId: string) => ['ws', ws, 'bot', botId, 'bot-json'] as const,
 }

@@ -31,7 +31,7 @@ export type Conversation = {
 export type ListConversationsResponse = { conversations: Conversation[]; meta: { nextToken?: string } }
 export type ListMessagesResponse = {
   messages: ChatMessage[]
-  participants: { id: string; createdAt: string; updatedAt: string }[]
+  participants: { id: string; name?: string; createdAt: string; updatedAt: string }[]
   meta: { nextToken?: string }
 }
 
@@ -72,6 +72,9 @@ async function get<T>(path: string, workspaceId: string, signal?: AbortSignal): 
 const q = (params: Record<string, string | number>) => new URLSearchParams(Object.entries(params).map(([k, v]) => [k, String(v)])).toString()
 
 export const parley = {
+  /** GET /v1/admin/bots/{id}/bot-json: a workflow bot's deployed document. */
+  getBotJson: (ws: string, botId: string, signal?: AbortSignal) =>
+    get<{ botJson: unknown }>(`/bots/${encodeURIComponent(botId)}/bot-json`, ws, signal),
   /** GET /v1/admin/bots/{id}/conversations: newest first; search: in ids, user names and message texts. */
   listConversations: (ws: string, botId: string, pageSize: number, search: string, signal?: AbortSignal) =>
     get<ListConversationsResponse>(

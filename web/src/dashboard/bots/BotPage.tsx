@@ -1,7 +1,8 @@
+import { lazy, Suspense } from 'react'
 import { JsonTab } from '../botjson/JsonTab'
-import { CodeTab } from '../code/CodeTab'
 import { ConversationsTab } from '../conversations/ConversationsTab'
 import { Transcript } from '../conversations/Transcript'
+import { WaitingTab } from '../handoff/WaitingTab'
 import { IssuesTab } from '../issues/IssuesTab'
 import { KnowledgeTab } from '../knowledge/KnowledgeTab'
 import { LogsTab } from '../logs/LogsTab'
@@ -14,6 +15,12 @@ import { NotDeployedBanner } from './NotDeployedBanner'
 import { OverviewTab } from './OverviewTab'
 import { useBot } from './queries'
 
+// The code editor (CodeMirror) and the charts (recharts) are loaded when
+// their tab opens: they are most of the dashboard's weight.
+const CodeTab = lazy(() => import('../code/CodeTab').then((m) => ({ default: m.CodeTab })))
+const BotJsonView = lazy(() => import('../code/BotJsonView').then((m) => ({ default: m.BotJsonView })))
+const AnalyticsTab = lazy(() => import('../analytics/AnalyticsTab').then((m) => ({ default: m.AnalyticsTab })))
+
 const botTabs: [string, string][] = [
   ['overview', 'Overview'],
   ['code', 'Code'],
@@ -21,6 +28,8 @@ const botTabs: [string, string][] = [
   ['conversations', 'Conversations'],
   ['knowledge', 'Knowledge'],
   ['tables', 'Tables'],
+  ['waiting', 'Waiting'],
+  ['analytics', 'Analytics'],
   ['logs', 'Logs'],
   ['issues', 'Issues'],
 ]
@@ -51,10 +60,15 @@ export function BotPage({ ws, botId, tab, sub }: { ws: string; botId: string; ta
       {bot.isPending && <Loading what="the bot" />}
       {bot.error && <ErrorBox error={bot.error} retry={() => void bot.refetch()} />}
       {b && tab === 'overview' && <OverviewTab ws={ws} bot={b} />}
-      {b && tab === 'code' && <CodeTab ws={ws} bot={b} />}
+      <Suspense fallback={<Loading what="the tab" />}>
+        {b && tab === 'code' && sub !== 'bot-json' && <CodeTab ws={ws} bot={b} />}
+        {b && tab === 'code' && sub === 'bot-json' && <BotJsonView ws={ws} bot={b} />}
+        {b && tab === 'analytics' && <AnalyticsTab ws={ws} bot={b} />}
+      </Suspense>
       {b && tab === 'json' && <JsonTab ws={ws} bot={b} />}
       {b && tab === 'conversations' && !sub && <ConversationsTab ws={ws} bot={b} />}
       {b && tab === 'conversations' && sub && <Transcript ws={ws} bot={b} conversationId={sub} />}
+      {b && tab === 'waiting' && <WaitingTab ws={ws} bot={b} />}
       {b && tab === 'logs' && <LogsTab ws={ws} bot={b} />}
       {b && tab === 'issues' && <IssuesTab ws={ws} bot={b} />}
       {b && tab === 'knowledge' && <KnowledgeTab ws={ws} bot={b} />}

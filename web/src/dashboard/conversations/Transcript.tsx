@@ -5,6 +5,7 @@ import { parley } from '../api/parley'
 import { href, paths } from '../routes'
 import { when } from '../ui/format'
 import { QueryState } from '../ui/QueryState'
+import { HandoffBar, HandoffReply } from '../handoff/HandoffPanel'
 import { preview } from './preview'
 
 /** One conversation's messages, oldest first, refreshed every 3 seconds. */
@@ -13,7 +14,7 @@ export function Transcript({ ws, bot, conversationId }: { ws: string; bot: Bot; 
     queryKey: keys.messages(ws, bot.id, conversationId),
     queryFn: ({ signal }) => parley.listMessages(ws, bot.id, conversationId, 100, signal),
     // The API answers newest first; a transcript reads oldest first.
-    select: (d) => [...d.messages].reverse(),
+    select: (d) => ({ messages: [...d.messages].reverse(), names: new Map(d.participants.map((u) => [u.id, u.name ?? ''])) }),
     refetchInterval: 3000,
   })
   return (
@@ -25,14 +26,17 @@ export function Transcript({ ws, bot, conversationId }: { ws: string; bot: Bot; 
       <p className="muted small">
         Conversation <code>{conversationId}</code>
       </p>
-      <QueryState query={msgs} what="messages" isEmpty={(list) => list.length === 0} empty={<p className="empty">No messages.</p>}>
-        {(list) => (
+      <HandoffBar ws={ws} bot={bot} conversationId={conversationId} />
+      <QueryState query={msgs} what="messages" isEmpty={(d) => d.messages.length === 0} empty={<p className="empty">No messages.</p>}>
+        {({ messages: list, names }) => (
           <ol className="transcript" aria-label="Messages, oldest first">
             {list.map((m) => {
               const fromBot = m.userId === bot.id
+              // An operator's reply (human handoff) comes from an agent user.
+              const fromAgent = m.userId.startsWith('agent_')
               return (
-                <li key={m.id} className={fromBot ? 'msg bot' : 'msg user'}>
-                  <span className="who">{fromBot ? bot.name : 'User'}</span>
+                <li key={m.id} className={fromBot ? 'msg bot' : fromAgent ? 'msg bot agent' : 'msg user'}>
+                  <span className="who">{fromBot ? bot.name : fromAgent ? names.get(m.userId) || 'Agent' : 'User'}</span>
                   <span className="bubble">{preview(m.payload)}</span>
                   <time className="muted small" dateTime={m.createdAt}>
                     {when(m.createdAt)}
@@ -43,6 +47,7 @@ export function Transcript({ ws, bot, conversationId }: { ws: string; bot: Bot; 
           </ol>
         )}
       </QueryState>
+      <HandoffReply ws={ws} bot={bot} conversationId={conversationId} />
     </div>
   )
 }

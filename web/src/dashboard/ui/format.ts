@@ -20,3 +20,15 @@ export function randomKey(): string {
 export function shortId(id: string): string {
   return id.length > 10 ? `…${id.slice(-8)}` : id
 }
+
+/** A duration in words: "45 s", "3 min", "2 h 5 min", "1 d 4 h". */
+export function duration(ms: number): string {
+  const s = Math.max(0, Math.round(ms / 1000))
+  if (s < 60) return `${s} s`
+  const m = Math.floor(s / 60)
+  if (m < 60) return `${m} min`
+  const h = Math.floor(m / 60)
+  if (h < 24) return m % 60 ? `${h} h ${m % 60} min` : `${h} h`
+  const d = Math.floor(h / 24)
+  return h % 24 ? `${d} d ${h % 24} h` : `${d} d`
+}
