@@ -5,7 +5,6 @@ package testapp
 
 import (
 	"context"
-	"io"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -92,9 +91,11 @@ func RunNode(t testing.TB, script string, env map[string]string) string {
 	for k, v := range env {
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}
+	// One writer for both: os/exec then writes to it from one goroutine
+	// at a time (two different writers over one builder race).
 	var out strings.Builder
 	cmd.Stdout = &out
-	cmd.Stderr = io.MultiWriter(&out)
+	cmd.Stderr = &out
 	err = cmd.Run()
 	if err != nil {
 		t.Fatalf("node %s failed: %v\n%s", script, err, out.String())
