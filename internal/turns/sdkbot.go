@@ -290,26 +290,7 @@ func (r sdkResult) describe() string {
 	if r.err != nil {
 		return r.err.Error()
 	}
-	var e struct {
-		Type    string `json:"type"`
-		Message string `json:"message"`
-		Error   string `json:"error"`
-	}
-	if json.Unmarshal(r.body, &e) == nil && (e.Message != "" || e.Error != "") {
-		msg := e.Message
-		if msg == "" {
-			msg = e.Error
-		}
-		if e.Type != "" {
-			return fmt.Sprintf("status %d, %s error: %s", r.status, e.Type, msg)
-		}
-		return fmt.Sprintf("status %d: %s", r.status, msg)
-	}
-	s := strings.TrimSpace(string(r.body))
-	if len(s) > 300 {
-		s = s[:300] + "…"
-	}
-	return fmt.Sprintf("status %d: %s", r.status, s)
+	return wire.DescribeFailure(r.status, r.body)
 }
 
 // sdkCallTimeout bounds one call when the bot sets no maxExecutionTime.

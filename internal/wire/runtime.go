@@ -3,6 +3,8 @@ package wire
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"strings"
 	"time"
 
 	"github.com/parley-bots/parley/internal/model"
@@ -240,4 +242,31 @@ func timeOrEmpty(t time.Time) string {
 		return ""
 	}
 	return model.FormatTime(t)
+}
+
+// DescribeFailure renders a failed call to an @botpress/sdk handler (a
+// bot or an integration) for logs and issues: the Runtime error's message
+// when the handler sent one (the SDK answers `{ type, message }`), else the
+// start of the body.
+func DescribeFailure(status int, body []byte) string {
+	var e struct {
+		Type    string `json:"type"`
+		Message string `json:"message"`
+		Error   string `json:"error"`
+	}
+	if json.Unmarshal(body, &e) == nil && (e.Message != "" || e.Error != "") {
+		msg := e.Message
+		if msg == "" {
+			msg = e.Error
+		}
+		if e.Type != "" {
+			return fmt.Sprintf("status %d, %s error: %s", status, e.Type, msg)
+		}
+		return fmt.Sprintf("status %d: %s", status, msg)
+	}
+	s := strings.TrimSpace(string(body))
+	if len(s) > 300 {
+		s = s[:300] + "…"
+	}
+	return fmt.Sprintf("status %d: %s", status, s)
 }
