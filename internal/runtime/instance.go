@@ -153,7 +153,7 @@ func topLevelError(err error) error {
 	}
 	msg := ex.Value().String()
 	for _, f := range ex.Stack() {
-		if f.SrcName() == "bot.js" {
+		if f.SrcName() == botSource {
 			pos := f.Position()
 			return codeError(msg, pos.Line, pos.Column)
 		}
@@ -241,7 +241,7 @@ func (t *turn) run() bool {
 		}
 		switch p.State() {
 		case goja.PromiseStateRejected:
-			t.fail(&Problem{Code: ProblemUncaught, Title: "Uncaught error in bot code", Description: in.describe(p.Result())})
+			t.fail(&Problem{Code: ProblemUncaught, Title: "Uncaught error in bot code", Description: in.describe(p.Result(), nil)})
 			return false
 		case goja.PromiseStatePending:
 			t.fail(&Problem{Code: ProblemPending, Title: "A handler never finished",
@@ -250,7 +250,7 @@ func (t *turn) run() bool {
 		}
 	}
 	if len(t.rejected) > 0 {
-		t.fail(&Problem{Code: ProblemRejection, Title: "Unhandled promise rejection", Description: in.describe(t.rejected[0].Result())})
+		t.fail(&Problem{Code: ProblemRejection, Title: "Unhandled promise rejection", Description: in.describe(t.rejected[0].Result(), nil)})
 		return false
 	}
 	if !t.finished {
@@ -425,7 +425,7 @@ func (t *turn) failErr(err error) {
 	}
 	var ex *goja.Exception
 	if errors.As(err, &ex) {
-		t.fail(&Problem{Code: ProblemUncaught, Title: "Uncaught error in bot code", Description: t.inst.describe(ex.Value())})
+		t.fail(&Problem{Code: ProblemUncaught, Title: "Uncaught error in bot code", Description: t.inst.describe(ex.Value(), ex.Stack())})
 		return
 	}
 	t.fail(&Problem{Code: ProblemUncaught, Title: "Uncaught error in bot code", Description: err.Error()})
@@ -433,7 +433,7 @@ func (t *turn) failErr(err error) {
 
 func where(stack []goja.StackFrame) string {
 	for _, f := range stack {
-		if f.SrcName() == "bot.js" {
+		if f.SrcName() == botSource {
 			p := f.Position()
 			return fmt.Sprintf(" at line %d column %d", p.Line, p.Column)
 		}
@@ -441,17 +441,20 @@ func where(stack []goja.StackFrame) string {
 	return ""
 }
 
-// describe renders a thrown value: its stack when it is an Error.
-func (in *instance) describe(v goja.Value) string {
+// describe renders a thrown value: its stack when it is an Error, else
+// the value followed by the bot's frames of where it was thrown (frames,
+// nil when unknown). Either way only frames of the bot's code are shown
+// (cleanStack).
+func (in *instance) describe(v goja.Value, frames []goja.StackFrame) string {
 	if o, ok := v.(*goja.Object); ok {
 		if s := o.Get("stack"); s != nil && !goja.IsUndefined(s) {
-			return in.e.truncate(s.String())
+			return in.e.truncate(cleanStack(s.String()))
 		}
 	}
 	if v == nil {
-		return "undefined"
+		return "undefined" + botFrames(frames)
 	}
-	return in.e.truncate(v.String())
+	return in.e.truncate(v.String() + botFrames(frames))
 }
 
 func (e *Engine) truncate(s string) string {
@@ -692,7 +695,7 @@ func (in *instance) format(v goja.Value) string {
 		return v.String()
 	}
 	if s := o.Get("stack"); s != nil && !goja.IsUndefined(s) {
-		return s.String()
+		return cleanStack(s.String())
 	}
 	if o.ClassName() != "Function" {
 		if j, err := in.stringify(goja.Undefined(), o); err == nil && !goja.IsUndefined(j) {

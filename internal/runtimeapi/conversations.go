@@ -254,3 +254,27 @@ func (s *Conversations) ListParticipants(ctx context.Context, c *Caller, convID,
 	}
 	return s.store.Chat().ListParticipants(ctx, c.BotID, convID, page(token, size))
 }
+
+// RequestHandoff is Parley's requestHandoff for bots over HTTP (the
+// sandbox's client.requestHandoff does the same within a turn): the
+// conversation waits for an operator and the bot's turns in it are skipped
+// until an operator hands it back. Asking again while the conversation is
+// in handoff changes nothing; the handoff it is in is returned.
+func (s *Conversations) RequestHandoff(ctx context.Context, c *Caller, convID, reason string) (*model.Handoff, error) {
+	if err := c.require("requestHandoff"); err != nil {
+		return nil, err
+	}
+	if len(reason) > model.HandoffReasonMax {
+		return nil, model.Invalid("reason: at most %d characters", model.HandoffReasonMax)
+	}
+	if _, err := s.store.Chat().GetConversation(ctx, c.BotID, convID); err != nil {
+		return nil, orNotFound(err, "Conversation", convID)
+	}
+	h := &model.Handoff{BotID: c.BotID, ConversationID: convID, Status: model.HandoffWaiting, Reason: reason,
+		RequestedBy: "bot", RequestedAt: model.Now()}
+	created, err := s.store.Handoffs().Request(ctx, h)
+	if err != nil || created {
+		return h, err
+	}
+	return s.store.Handoffs().Get(ctx, c.BotID, convID)
+}

@@ -2,7 +2,9 @@
 // human on the hosted chat page; an operator finds the conversation in the
 // Waiting list, takes it over, replies (the user sees the agent's message)
 // and hands it back (the bot answers again). The analytics page then shows
-// charts of that traffic. The code editor marks a compile error's line and
+// charts of that traffic. The transcript labels the user by name or short
+// id, the agent and the bot by theirs, each with its role; a failing turn's
+// issue shows only the frames of the bot's own code. The code editor marks a compile error's line and
 // warns about unsaved changes; a workflow bot's generated code is read-only
 // with a link to its bot JSON.
 import { BASE, run, shot, step, watch } from './lib.mjs'
@@ -67,6 +69,16 @@ await run('support', async (browser) => {
   await chat.getByText('A', { exact: true }).first().waitFor({ timeout: T })
   await say('my order is late')
   await page.locator('.msg.user').getByText('my order is late').waitFor({ timeout: T })
+  step('the transcript labels who wrote each message')
+  const who = async (sel) => (await page.locator(`${sel} .who`).first().textContent()).trim()
+  const userWho = await who('.msg.user')
+  const userId = await page.locator('.msg.user .who').first().getAttribute('title')
+  if (!userId || !userWho.endsWith(' user') || userWho.startsWith('User') || !userWho.includes(userId.slice(-8)))
+    throw new Error(`user label ${JSON.stringify(userWho)} (user ${userId})`)
+  const agentWho = await who('.msg.agent')
+  if (!/^\S.* agent$/.test(agentWho)) throw new Error(`agent label ${JSON.stringify(agentWho)}`)
+  const botWho = await who('.msg.bot:not(.agent)')
+  if (botWho !== 'Support bot bot') throw new Error(`bot label ${JSON.stringify(botWho)}`)
   await reply.scrollIntoViewIfNeeded()
   await shot(page, 'dashboard-handoff.png')
   await chat.waitForTimeout(1000)
@@ -106,6 +118,26 @@ await run('support', async (browser) => {
   if (turns < sent.length - 1) throw new Error(`Turns = ${turns}, want at least ${sent.length - 1}`)
   await page.getByText('echoed').waitFor({ timeout: T }) // trackAnalytics, through getBotAnalytics
   await shot(page, 'dashboard-analytics.png')
+
+  step("a failing turn's issue shows only the bot's own frames")
+  await say('crash')
+  await page.goto(botURL('issues'))
+  await page.getByRole('heading', { name: 'Issues' }).waitFor({ timeout: T })
+  const issue = page.locator('ul.issues li').filter({ hasText: 'no order number in crash' })
+  // The turn runs after the message is stored: refresh until its issue is there.
+  for (let i = 0; i < 30 && !(await issue.count()); i++) {
+    await page.waitForTimeout(500)
+    await page.getByRole('button', { name: 'Refresh' }).click()
+  }
+  await issue.waitFor({ timeout: T })
+  const frames = await issue.getByRole('list', { name: /Where in the bot's code/ }).getByRole('listitem').allTextContents()
+  const want = [/^at parseOrder \(bot\.js:2:\d+\)$/, /^at handleCrash \(bot\.js:3:\d+\)$/, /^at bot\.js:8:\d+$/]
+  if (frames.length !== want.length || !want.every((re, i) => re.test(frames[i])))
+    throw new Error(`issue frames: ${JSON.stringify(frames)}`)
+  const text = await issue.textContent()
+  if (/prelude\.js|native|dispatchTurn/.test(text)) throw new Error(`issue shows runtime frames: ${text}`)
+  await shot(page, 'dashboard-issue-stack.png')
+  wc.check()
 
   step('the code editor marks the line of a compile error')
   await page.goto(botURL('code'))

@@ -4,11 +4,17 @@ import (
 	"testing"
 )
 
-// handoffBotCode echoes, asks for a person on "human", and counts its
-// echoes with trackAnalytics.
+// handoffBotCode echoes, asks for a person on "human", counts its echoes
+// with trackAnalytics, and fails in nested functions on "crash" (an issue).
 const handoffBotCode = `
+function parseOrder(text) { throw new Error('no order number in ' + text) }
+function handleCrash(text) { return parseOrder(text) }
 bot.on.message('*', async ({ event, client }) => {
   const text = event.payload.text
+  if (text === 'crash') {
+    await client.getUser({ id: event.userId })
+    handleCrash(text)
+  }
   if (text === 'human') {
     await client.requestHandoff({ reason: 'asked for a human' })
     await client.createMessage({ conversationId: event.conversationId, payload: { type: 'text', text: 'A person will answer you.' } })
@@ -21,7 +27,8 @@ bot.on.message('*', async ({ event, client }) => {
 // TestDashboardSupport (tests/browser/support.mjs): an operator takes a
 // conversation over from the Waiting list, replies (seen on the hosted
 // chat page) and hands it back; the analytics page draws charts of that
-// traffic; the code editor marks a compile error's line and warns about
+// traffic; a user's messages are labelled by the user, not "User"; a bot
+// failure's issue shows only the frames of the bot's code; the code editor marks a compile error's line and warns about
 // unsaved changes; a workflow bot's generated code is read-only.
 func TestDashboardSupport(t *testing.T) {
 	chromium(t)

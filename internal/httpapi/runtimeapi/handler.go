@@ -81,6 +81,7 @@ func (h *Handler) routes() {
 	route("POST "+p+"/conversations/{id}/participants", conv.addParticipant)
 	route("GET "+p+"/conversations/{id}/participants/{userId}", conv.getParticipant)
 	route("DELETE "+p+"/conversations/{id}/participants/{userId}", conv.removeParticipant)
+	route("POST "+p+"/conversations/{id}/handoff", conv.requestHandoff) // Parley's extension
 
 	route("POST "+p+"/messages", msg.createMessage)
 	route("GET "+p+"/messages", msg.listMessages)

@@ -191,6 +191,23 @@ func (h conversationsOps) addParticipant(w http.ResponseWriter, r *http.Request,
 	return ok(w, map[string]any{"participant": wire.NewRuntimeUser(u)})
 }
 
+// requestHandoff is Parley's POST /v1/chat/conversations/{id}/handoff
+// (docs/runtime-api.md): a bot over HTTP asks for a human.
+func (h conversationsOps) requestHandoff(w http.ResponseWriter, r *http.Request, c *rt.Caller) error {
+	var in struct {
+		Reason string `json:"reason"`
+	}
+	if err := decode(r, &in); err != nil {
+		return err
+	}
+	x, err := h.api.Conversations.RequestHandoff(r.Context(), c, r.PathValue("id"), in.Reason)
+	if err != nil {
+		return err
+	}
+	return ok(w, map[string]any{"handoff": map[string]any{"conversationId": x.ConversationID, "status": x.Status,
+		"reason": x.Reason, "requestedBy": x.RequestedBy, "requestedAt": model.FormatTime(x.RequestedAt)}})
+}
+
 func (h conversationsOps) getParticipant(w http.ResponseWriter, r *http.Request, c *rt.Caller) error {
 	u, err := h.api.Conversations.GetParticipant(r.Context(), c, r.PathValue("id"), r.PathValue("userId"))
 	if err != nil {

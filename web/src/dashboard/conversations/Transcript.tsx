@@ -3,7 +3,7 @@ import type { Bot } from '../api/client'
 import { keys } from '../api/keys'
 import { parley } from '../api/parley'
 import { href, paths } from '../routes'
-import { when } from '../ui/format'
+import { shortId, when } from '../ui/format'
 import { QueryState } from '../ui/QueryState'
 import { HandoffBar, HandoffReply } from '../handoff/HandoffPanel'
 import { preview } from './preview'
@@ -34,9 +34,14 @@ export function Transcript({ ws, bot, conversationId }: { ws: string; bot: Bot; 
               const fromBot = m.userId === bot.id
               // An operator's reply (human handoff) comes from an agent user.
               const fromAgent = m.userId.startsWith('agent_')
+              const role = fromBot ? 'bot' : fromAgent ? 'agent' : 'user'
+              // A user is shown by name, else by a short id (the full one on hover).
+              const name = fromBot ? bot.name : names.get(m.userId) || (fromAgent ? 'Agent' : shortId(m.userId))
               return (
                 <li key={m.id} className={fromBot ? 'msg bot' : fromAgent ? 'msg bot agent' : 'msg user'}>
-                  <span className="who">{fromBot ? bot.name : fromAgent ? names.get(m.userId) || 'Agent' : 'User'}</span>
+                  <span className="who" title={fromBot ? undefined : m.userId}>
+                    {name} <span className={`role ${role}`}>{role}</span>
+                  </span>
                   <span className="bubble">{preview(m.payload)}</span>
                   <time className="muted small" dateTime={m.createdAt}>
                     {when(m.createdAt)}

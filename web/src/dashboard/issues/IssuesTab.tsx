@@ -4,6 +4,7 @@ import { keys } from '../api/keys'
 import { ErrorBox } from '../ui/ErrorBox'
 import { when } from '../ui/format'
 import { QueryState } from '../ui/QueryState'
+import { splitStack } from './stack'
 
 /** Runtime errors of the bot's code, with counts; Resolve deletes one. */
 export function IssuesTab({ ws, bot }: { ws: string; bot: Bot }) {
@@ -33,7 +34,7 @@ export function IssuesTab({ ws, bot }: { ws: string; bot: Bot }) {
               <li key={i.id}>
                 <div>
                   <strong>{i.title}</strong> <span className="badge error">{i.code}</span>
-                  <p className="issue-desc">{i.description}</p>
+                  <IssueDescription text={i.description} />
                   <p className="muted small">
                     {i.eventsCount} occurrence{i.eventsCount === 1 ? '' : 's'} · last {when(i.lastSeenAt)}
                   </p>
@@ -48,5 +49,24 @@ export function IssuesTab({ ws, bot }: { ws: string; bot: Bot }) {
       </QueryState>
       {resolve.error && <ErrorBox error={resolve.error} />}
     </div>
+  )
+}
+
+/** An issue's message, then the frames of the bot's code where it failed. */
+function IssueDescription({ text }: { text: string }) {
+  const { message, frames } = splitStack(text)
+  return (
+    <>
+      <p className="issue-desc">{message}</p>
+      {frames.length > 0 && (
+        <ol className="issue-stack" aria-label="Where in the bot's code, innermost first">
+          {frames.map((f, n) => (
+            <li key={n}>
+              at <code>{f}</code>
+            </li>
+          ))}
+        </ol>
+      )}
+    </>
   )
 }
