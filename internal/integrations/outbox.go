@@ -252,6 +252,11 @@ func (o *Outbox) deliver(ctx context.Context, in *installation, conv *model.Conv
 			return false
 		case <-time.After(backoff(attempt)):
 		}
+		// The call may have reached the integration, which acked before
+		// dying or failing to answer.
+		if m, err := o.store.Chat().GetMessage(ctx, conv.BotID, messageID); err == nil && acked(in.entry.Name, m) {
+			return true
+		}
 	}
 }
 
