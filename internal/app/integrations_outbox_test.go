@@ -218,3 +218,90 @@ func TestIntegrationOutboxRetriesAndSurvivesRestart(t *testing.T) {
 		_ = second
 	})
 }
+
+// TestIntegrationOutboxSkipsAckedMessage: the integration acknowledges
+// the bot's message (its ack: updateMessage with tags) and then fails to
+// answer (503, as when its process dies after the ack); the outbox retries
+// the conversation, finds the message acknowledged and does not deliver it
+// a second time; the next message goes.
+func TestIntegrationOutboxSkipsAckedMessage(t *testing.T) {
+	engines(t, func(t *testing.T, cfg func() app.Config) {
+		a := testapp.Start(t, cfg())
+		token, ws := a.AdminToken, defaultWorkspace(t, a)
+		admin := map[string]string{"x-workspace-id": ws}
+		var mu sync.Mutex
+		var deliveries []string
+		var ackAs map[string]string
+		var ackKey string
+		srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Header.Get("x-bp-operation") != "message_created" {
+				w.Write([]byte("{}"))
+				return
+			}
+			raw, _ := io.ReadAll(r.Body)
+			var m struct {
+				Message struct {
+					ID      string
+					Payload map[string]any
+				}
+			}
+			_ = json.Unmarshal(raw, &m)
+			text, _ := m.Message.Payload["text"].(string)
+			mu.Lock()
+			deliveries = append(deliveries, text)
+			first := len(deliveries) == 1
+			as, key := ackAs, ackKey
+			mu.Unlock()
+			apiCall(t, a.URL, key, as, "PUT", "/v1/chat/messages/"+m.Message.ID, `{"tags":{"id":"sent-`+text+`"}}`, nil)
+			if first {
+				w.WriteHeader(http.StatusServiceUnavailable) // acked, then "died" before answering
+				return
+			}
+			w.Write([]byte("{}"))
+		})}
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		go srv.Serve(l)
+		t.Cleanup(func() { srv.Close() })
+
+		var created struct{ Integration struct{ ID string } }
+		apiCall(t, a.URL, token, admin, "POST", "/v1/admin/integrations", `{"name":"acker","version":"0.1.0","dev":true,"url":"http://`+l.Addr().String()+`/",
+			"channels":{"chat":{"messages":{"text":{"schema":{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}}}}}}`, &created)
+		integrationID := created.Integration.ID
+		code, _ := json.Marshal(`bot.on.message('*', async ({ message, client }) => {
+			await client.createMessage({ conversationId: message.conversationId, payload: { type: 'text', text: 're: ' + message.payload.text } })
+		})`)
+		var bot struct{ Bot struct{ ID string } }
+		apiCall(t, a.URL, token, admin, "POST", "/v1/admin/bots", `{"name":"acker-bot","code":`+string(code)+`}`, &bot)
+		apiCall(t, a.URL, token, admin, "PUT", "/v1/admin/bots/"+bot.Bot.ID,
+			`{"integrations":{"acker":{"enabled":true,"integrationId":"`+integrationID+`","configuration":{}}}}`, nil)
+		var key struct{ Value string }
+		apiCall(t, a.URL, token, admin, "POST", "/v1/admin/integrations/iaks", `{"integrationId":"`+integrationID+`"}`, &key)
+		as := map[string]string{"x-bot-id": bot.Bot.ID, "x-integration-id": integrationID}
+		mu.Lock()
+		ackAs, ackKey = as, key.Value
+		mu.Unlock()
+		var user struct{ User struct{ ID string } }
+		apiCall(t, a.URL, key.Value, as, "POST", "/v1/chat/users/get-or-create", `{"tags":{"id":"u1"},"discriminateByTags":["id"]}`, &user)
+		var conv struct{ Conversation struct{ ID string } }
+		apiCall(t, a.URL, key.Value, as, "POST", "/v1/chat/conversations/get-or-create", `{"channel":"chat","tags":{"chat":"c1"},"discriminateByTags":["chat"]}`, &conv)
+		for _, text := range []string{"m1", "m2"} {
+			apiCall(t, a.URL, key.Value, as, "POST", "/v1/chat/messages",
+				`{"conversationId":"`+conv.Conversation.ID+`","userId":"`+user.User.ID+`","type":"text","payload":{"text":"`+text+`"}}`, nil)
+		}
+		waitFor(t, "the second reply's delivery", 30*time.Second, func() bool {
+			mu.Lock()
+			defer mu.Unlock()
+			return len(deliveries) >= 2
+		})
+		time.Sleep(2500 * time.Millisecond) // a sweep passes; nothing more comes
+		mu.Lock()
+		got := strings.Join(deliveries, ",")
+		mu.Unlock()
+		if got != "re: m1,re: m2" {
+			t.Fatalf("delivered %q, want each reply once (the acked one not again)", got)
+		}
+	})
+}

@@ -3,6 +3,7 @@ package integrations
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"sync"
 	"time"
 
@@ -23,9 +24,12 @@ import (
 // be reached is retried with backoff without moving on, so the
 // conversation's order holds; one that refuses a message (4xx: its
 // handler failed) has it in its logs and the bot's issues, and the next
-// message goes. A crash between a delivery and its record re-delivers
-// that message once more with the same x-bp-idempotency-key (the message
-// id): at least once, in order.
+// message goes. A message the integration already acknowledged (its ack
+// set tags under the integration's name) is not delivered again, so a
+// crash after the ack and before the delivery's record sends nothing
+// twice; a crash between the channel's send and the ack re-delivers the
+// message once more with the same x-bp-idempotency-key (the message id):
+// at least once, in order (docs/integrations.md).
 type Outbox struct {
 	*core
 	mu      sync.Mutex
@@ -211,6 +215,9 @@ func (o *Outbox) deliver(ctx context.Context, in *installation, conv *model.Conv
 	if err != nil {
 		return false
 	}
+	if acked(in.entry.Name, msg) {
+		return true // the integration acknowledged it before its answer was recorded: not sent twice
+	}
 	body, typ, err := o.messageBody(ctx, in, conv, msg)
 	if err != nil {
 		return false
@@ -244,6 +251,11 @@ func (o *Outbox) deliver(ctx context.Context, in *installation, conv *model.Conv
 		case <-ctx.Done():
 			return false
 		case <-time.After(backoff(attempt)):
+		}
+		// The call may have reached the integration, which acked before
+		// dying or failing to answer.
+		if m, err := o.store.Chat().GetMessage(ctx, conv.BotID, messageID); err == nil && acked(in.entry.Name, m) {
+			return true
 		}
 	}
 }
@@ -280,4 +292,15 @@ func (o *Outbox) messageBody(ctx context.Context, in *installation, conv *model.
 	body, err := json.Marshal(map[string]any{"conversation": c, "user": user, "type": msg.Type, "payload": msg.Payload,
 		"message": msg})
 	return body, msg.Type, err
+}
+
+// acked: the integration's ack (updateMessage with tags, which Parley
+// prefixes with the integration's name) reached the message.
+func acked(alias string, m *model.Message) bool {
+	for k := range m.Tags {
+		if strings.HasPrefix(k, alias+":") {
+			return true
+		}
+	}
+	return false
 }
