@@ -53,7 +53,7 @@ try {
 
 const configuration = { botToken, signingSecret }
 if (process.env.SLACK_API_BASE_URL) configuration.apiBaseUrl = process.env.SLACK_API_BASE_URL
-const { bot } = await admin.updateBot({ id: botId, integrations: { [integration.id]: { enabled: true, configuration } } })
+const { bot } = await admin.updateBot({ id: botId, integrations: { [definition.name]: { enabled: true, integrationId: integration.id, configuration } } })
 const installed = Object.values(bot.integrations).find((i) => i.id === integration.id || i.name === definition.name)
 console.log(`enabled on bot ${botId}: status ${installed?.status}, webhook ${installed?.webhookUrl}`)
 console.log(`Slack app request URL (Event Subscriptions and Interactivity): ${installed?.webhookUrl}`)
