@@ -212,7 +212,7 @@ function card(c) {
   const heading = [c.title && `*${c.title}*`, c.subtitle].filter(Boolean).join('\n')
   const blocks = []
   if (c.imageUrl) blocks.push({ type: 'image', image_url: c.imageUrl, alt_text: c.title || 'image' })
-  blocks.push({ type: 'section', text: { type: 'mrkdwn', text: heading || ' ' } })
+  if (heading) blocks.push({ type: 'section', text: { type: 'mrkdwn', text: heading } })
   blocks.push(
     ...actionsBlock(
       (c.actions || []).map((a, i) =>

@@ -435,6 +435,9 @@ test('a card is an image, its title and subtitle, and its actions as buttons', a
   reset()
   assert.equal((await outgoing('card', { title: 'No picture', actions: [] })).status, 200)
   assert.deepEqual(slack.calls[0].params.blocks, [{ type: 'section', text: { type: 'mrkdwn', text: '*No picture*' } }])
+  reset()
+  assert.equal((await outgoing('card', { title: '', imageUrl: 'https://example.com/x.png', actions: [] })).status, 200)
+  assert.deepEqual(slack.calls[0].params, { channel: 'C0123', text: 'card', blocks: [{ type: 'image', image_url: 'https://example.com/x.png', alt_text: 'image' }] })
 })
 
 test('a reply Slack refuses, or to a conversation that is not a Slack channel, fails and is not acknowledged', async () => {
