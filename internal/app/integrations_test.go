@@ -94,3 +94,16 @@ func TestWebhookBodyLimit(t *testing.T) {
 		t.Fatalf("oversized webhook body: %d %+v, want 413 PayloadTooLarge", resp.StatusCode, body)
 	}
 }
+
+// TestSlackIntegration runs tests/compat/slack.mjs on both engines: the
+// Slack integration (integrations/slack) installed by its install.mjs,
+// Slack's signed requests through the Webhook interface, a sandbox bot's
+// replies reaching a Slack Web API on loopback.
+func TestSlackIntegration(t *testing.T) {
+	engines(t, func(t *testing.T, cfg func() app.Config) {
+		a := testapp.Start(t, cfg())
+		ws := defaultWorkspace(t, a)
+		out := testapp.RunNode(t, "slack.mjs", map[string]string{"API_URL": a.URL, "TOKEN": a.AdminToken, "WORKSPACE_ID": ws})
+		t.Log(out)
+	})
+}
