@@ -17,8 +17,9 @@ import (
 //
 // The count is per node: a bundle's process calls the node that runs it.
 type replyTracker struct {
-	mu   sync.Mutex
-	busy map[replyKey]*replyCount
+	mu      sync.Mutex
+	busy    map[replyKey]*replyCount
+	settled map[replyKey]time.Time // no delivery begins before this time
 }
 
 type replyKey struct{ botID, conversationID string }
@@ -55,11 +56,36 @@ func (t *replyTracker) started(botID, conversationID string) (done func()) {
 	}
 }
 
-// wait returns once no reply is in progress on the conversation, ctx
-// ends, or max has passed (a reply stuck that long is not waited for).
-func (t *replyTracker) wait(ctx context.Context, botID, conversationID string, max time.Duration) {
+// settle holds the conversation's next delivery back for d: a call that
+// failed after reaching the bot may have left requests of the dead
+// process on their way to the Runtime API, not yet counted by started.
+func (t *replyTracker) settle(botID, conversationID string, d time.Duration) {
 	t.mu.Lock()
-	c := t.busy[replyKey{botID, conversationID}]
+	defer t.mu.Unlock()
+	if t.settled == nil {
+		t.settled = map[replyKey]time.Time{}
+	}
+	t.settled[replyKey{botID, conversationID}] = time.Now().Add(d)
+}
+
+// wait returns once the conversation's settle time has passed and no
+// reply is in progress on it, ctx ends, or max has passed (a reply stuck
+// that long is not waited for).
+func (t *replyTracker) wait(ctx context.Context, botID, conversationID string, max time.Duration) {
+	k := replyKey{botID, conversationID}
+	t.mu.Lock()
+	until, held := t.settled[k]
+	delete(t.settled, k)
+	t.mu.Unlock()
+	if d := time.Until(until); held && d > 0 {
+		select {
+		case <-time.After(d):
+		case <-ctx.Done():
+			return
+		}
+	}
+	t.mu.Lock()
+	c := t.busy[k]
 	t.mu.Unlock()
 	if c == nil {
 		return

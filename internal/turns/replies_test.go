@@ -50,3 +50,21 @@ func TestReplyTrackerWait(t *testing.T) {
 		t.Fatalf("reply started after an idle period: waited %v", d)
 	}
 }
+
+// TestReplyTrackerSettle: after a call that reached the bot failed, the
+// next delivery waits out the settle time once.
+func TestReplyTrackerSettle(t *testing.T) {
+	var tr replyTracker
+	tr.settle("b", "c1", 150*time.Millisecond)
+	start := time.Now()
+	tr.wait(t.Context(), "b", "c1", time.Second)
+	if d := time.Since(start); d < 140*time.Millisecond {
+		t.Fatalf("settled conversation: waited %v, want the settle time (150ms)", d)
+	}
+	start = time.Now()
+	tr.wait(t.Context(), "b", "c1", time.Second)
+	tr.wait(t.Context(), "b", "c2", time.Second)
+	if d := time.Since(start); d > 100*time.Millisecond {
+		t.Fatalf("settle is waited out once, and per conversation: waited %v", d)
+	}
+}

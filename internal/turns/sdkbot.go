@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"regexp"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/google/uuid"
@@ -196,8 +197,14 @@ func (sb *sdkBot) baseURL(ctx context.Context) (string, error) {
 }
 
 // replyDrainMax bounds how long a delivery waits for the replies of the
-// delivery before it (replyTracker).
-const replyDrainMax = 10 * time.Second
+// delivery before it (replyTracker); replySettle is how long after a call
+// that failed once it reached the bot the next delivery waits for the
+// dead process's last requests to reach the Runtime API (they may sit
+// unread in a socket on a busy machine).
+const (
+	replyDrainMax = 10 * time.Second
+	replySettle   = time.Second
+)
 
 // sdkCallAttempts is how many times one delivery calls an unreachable bot
 // before handing the turn back to the Dispatcher's backoff.
@@ -233,6 +240,9 @@ func (sb *sdkBot) HandleTurn(ctx context.Context, in *TurnInput, out BotOutput) 
 			return err
 		}
 		res = sb.call(context.WithValue(ctx, idempotencyKey{}, IdempotencyKey(in.ConversationID, in.Seq)), OpEventReceived, evType, body)
+		if res.reached {
+			sb.sdk.replies.settle(b.ID, in.ConversationID, replySettle)
+		}
 		if !res.retry() || ctx.Err() != nil {
 			break
 		}
@@ -279,6 +289,9 @@ type sdkResult struct {
 	status int
 	body   []byte
 	err    error // transport error: refused, reset, timed out
+	// reached: the call may have reached the bot (a transport error after
+	// the connection was made), so the bot may have replies in flight.
+	reached bool
 }
 
 func (r sdkResult) ok() bool    { return r.err == nil && r.status >= 200 && r.status < 300 }
@@ -322,7 +335,7 @@ func (sb *sdkBot) call(ctx context.Context, op, typ string, body []byte) sdkResu
 	}
 	resp, err := sb.sdk.http.Do(req)
 	if err != nil {
-		return sdkResult{err: err}
+		return sdkResult{err: err, reached: !errors.Is(err, syscall.ECONNREFUSED)}
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
