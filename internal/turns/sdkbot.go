@@ -222,7 +222,12 @@ func (sb *sdkBot) HandleTurn(ctx context.Context, in *TurnInput, out BotOutput) 
 	// replies. A turn handed back for a retry stays open: a late reply of
 	// the process that died counts as the turn's reply, and the next
 	// delivery gets it back instead of sending a second one.
-	end := func() error { return dl.End(context.WithoutCancel(ctx), b.ID, in.ConversationID) }
+	// A failure to close it is logged, not the turn's: the turn did run.
+	end := func() {
+		if err := dl.End(context.WithoutCancel(ctx), b.ID, in.ConversationID); err != nil {
+			sb.sdk.log.Warn("turns: closing an SDK bot's delivery failed", "err", err, "bot", b.ID, "conversation", in.ConversationID)
+		}
+	}
 
 	var res sdkResult
 	for _, wait := range sdkCallBackoff {
@@ -250,7 +255,8 @@ func (sb *sdkBot) HandleTurn(ctx context.Context, in *TurnInput, out BotOutput) 
 	ev := runtime.Event{ID: evID, Type: evType, ConversationID: in.ConversationID, UserID: in.UserID}
 	switch {
 	case res.ok():
-		return end()
+		end()
+		return nil
 	case res.retry():
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -268,9 +274,7 @@ func (sb *sdkBot) HandleTurn(ctx context.Context, in *TurnInput, out BotOutput) 
 	default:
 		// The bot's code failed (the SDK answers 400 with a Runtime
 		// error): recorded, not retried.
-		if err := end(); err != nil {
-			return err
-		}
+		end()
 		p := turnProblem{"bot_error", "user_code", "The bot's handler failed", res.describe()}
 		logs := []model.LogEntry{sdkLog(in, evID, "error", res.describe())}
 		return st.InTx(ctx, func(tx store.Store) error {
