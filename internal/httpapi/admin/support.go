@@ -16,16 +16,19 @@ import (
 // series operations (documented in docs/dashboard.md), with the Admin API's
 // credentials, pagination and error body.
 
+// supportOps serves them, apart from Handler so that it stays small.
+type supportOps struct{ support *administration.Support }
+
 func (h *Handler) supportRoutes() {
-	m := h.mux
+	m, s := h.mux, supportOps{h.support}
 	const p = "/v1/admin/bots/{id}"
-	m.Handle("GET "+p+"/analytics", h.workspace(h.getBotAnalytics))
-	m.Handle("GET "+p+"/analytics/series", h.workspace(h.getAnalyticsSeries))
-	m.Handle("GET "+p+"/handoffs", h.workspace(h.listHandoffs))
-	m.Handle("GET "+p+"/conversations/{conversationId}/handoff", h.workspace(h.getHandoff))
-	m.Handle("POST "+p+"/conversations/{conversationId}/handoff", h.workspace(h.takeOver))
-	m.Handle("POST "+p+"/conversations/{conversationId}/handoff/messages", h.workspace(h.replyAsAgent))
-	m.Handle("DELETE "+p+"/conversations/{conversationId}/handoff", h.workspace(h.handBack))
+	m.Handle("GET "+p+"/analytics", h.workspace(s.getBotAnalytics))
+	m.Handle("GET "+p+"/analytics/series", h.workspace(s.getAnalyticsSeries))
+	m.Handle("GET "+p+"/handoffs", h.workspace(s.listHandoffs))
+	m.Handle("GET "+p+"/conversations/{conversationId}/handoff", h.workspace(s.getHandoff))
+	m.Handle("POST "+p+"/conversations/{conversationId}/handoff", h.workspace(s.takeOver))
+	m.Handle("POST "+p+"/conversations/{conversationId}/handoff/messages", h.workspace(s.replyAsAgent))
+	m.Handle("DELETE "+p+"/conversations/{conversationId}/handoff", h.workspace(s.handBack))
 }
 
 type handoffJSON struct {
@@ -64,7 +67,7 @@ func renderHandoff(x *model.Handoff, now time.Time) handoffJSON {
 }
 
 // listHandoffs is GET /v1/admin/bots/{id}/handoffs[?status=waiting|active].
-func (h *Handler) listHandoffs(w http.ResponseWriter, r *http.Request, c *administration.Caller) error {
+func (h supportOps) listHandoffs(w http.ResponseWriter, r *http.Request, c *administration.Caller) error {
 	pg, err := page(r)
 	if err != nil {
 		return err
@@ -81,7 +84,7 @@ func (h *Handler) listHandoffs(w http.ResponseWriter, r *http.Request, c *admini
 	return ok(w, map[string]any{"handoffs": out, "meta": meta(next)})
 }
 
-func (h *Handler) getHandoff(w http.ResponseWriter, r *http.Request, c *administration.Caller) error {
+func (h supportOps) getHandoff(w http.ResponseWriter, r *http.Request, c *administration.Caller) error {
 	x, err := h.support.GetHandoff(r.Context(), c, r.PathValue("id"), r.PathValue("conversationId"))
 	if err != nil {
 		return err
@@ -92,7 +95,7 @@ func (h *Handler) getHandoff(w http.ResponseWriter, r *http.Request, c *administ
 	return ok(w, map[string]any{"handoff": renderHandoff(x, model.Now())})
 }
 
-func (h *Handler) takeOver(w http.ResponseWriter, r *http.Request, c *administration.Caller) error {
+func (h supportOps) takeOver(w http.ResponseWriter, r *http.Request, c *administration.Caller) error {
 	var in struct {
 		Reason string `json:"reason"`
 	}
@@ -106,7 +109,7 @@ func (h *Handler) takeOver(w http.ResponseWriter, r *http.Request, c *administra
 	return ok(w, map[string]any{"handoff": renderHandoff(x, model.Now())})
 }
 
-func (h *Handler) replyAsAgent(w http.ResponseWriter, r *http.Request, c *administration.Caller) error {
+func (h supportOps) replyAsAgent(w http.ResponseWriter, r *http.Request, c *administration.Caller) error {
 	var in struct {
 		Payload json.RawMessage `json:"payload"`
 	}
@@ -123,7 +126,7 @@ func (h *Handler) replyAsAgent(w http.ResponseWriter, r *http.Request, c *admini
 	return httpx.JSON(w, http.StatusCreated, map[string]any{"message": wire.NewMessage(m)})
 }
 
-func (h *Handler) handBack(w http.ResponseWriter, r *http.Request, c *administration.Caller) error {
+func (h supportOps) handBack(w http.ResponseWriter, r *http.Request, c *administration.Caller) error {
 	if err := h.support.HandBack(r.Context(), c, r.PathValue("id"), r.PathValue("conversationId")); err != nil {
 		return err
 	}
@@ -155,7 +158,7 @@ func dateRange(r *http.Request) (from, to time.Time, err error) {
 // getBotAnalytics is GET /v1/admin/bots/{id}/analytics: one record per
 // UTC day of [startDate, endDate], in @botpress/client 1.45.0's shape.
 // Parley has no LLM calls of its own: llm figures are zero.
-func (h *Handler) getBotAnalytics(w http.ResponseWriter, r *http.Request, c *administration.Caller) error {
+func (h supportOps) getBotAnalytics(w http.ResponseWriter, r *http.Request, c *administration.Caller) error {
 	from, to, err := dateRange(r)
 	if err != nil {
 		return err
@@ -197,7 +200,7 @@ func (h *Handler) getBotAnalytics(w http.ResponseWriter, r *http.Request, c *adm
 // ?startDate&endDate&interval=hour|day: every period of the range with
 // messages in and out, users, conversations, turns, turn failures and
 // turn-time percentiles.
-func (h *Handler) getAnalyticsSeries(w http.ResponseWriter, r *http.Request, c *administration.Caller) error {
+func (h supportOps) getAnalyticsSeries(w http.ResponseWriter, r *http.Request, c *administration.Caller) error {
 	from, to, err := dateRange(r)
 	if err != nil {
 		return err
