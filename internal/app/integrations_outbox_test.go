@@ -3,6 +3,7 @@ package app_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -302,6 +303,64 @@ func TestIntegrationOutboxSkipsAckedMessage(t *testing.T) {
 		mu.Unlock()
 		if got != "re: m1,re: m2" {
 			t.Fatalf("delivered %q, want each reply once (the acked one not again)", got)
+		}
+	})
+}
+
+// TestIntegrationOutboxLeavesChatConversationsAlone: the bot's replies in
+// a Chat API conversation (no installed integration owns it) cost the
+// outbox no write: no delivery record, no lease. It used to take a lease
+// and record each reply's delivery, a third of the server's CPU per
+// message in parley-bench.
+func TestIntegrationOutboxLeavesChatConversationsAlone(t *testing.T) {
+	engines(t, func(t *testing.T, cfg func() app.Config) {
+		ctx := context.Background()
+		a := testapp.Start(t, cfg())
+		bot, chatURL, _ := codeBot(t, a, ackBot)
+		var u struct{ Key string }
+		chatCall(t, "POST", chatURL+"/users", "", map[string]any{}, &u)
+		var cv struct{ Conversation struct{ ID string } }
+		chatCall(t, "POST", chatURL+"/conversations", u.Key, map[string]any{}, &cv)
+		for n := range 3 {
+			chatCall(t, "POST", chatURL+"/messages", u.Key,
+				map[string]any{"conversationId": cv.Conversation.ID, "payload": map[string]any{"type": "text", "text": fmt.Sprint(n)}}, nil)
+		}
+		replies := func() int {
+			ms, _, err := a.Store().Chat().ListMessages(ctx, bot.ID, cv.Conversation.ID, store.Page{Size: 100})
+			if err != nil {
+				t.Fatal(err)
+			}
+			n := 0
+			for _, m := range ms {
+				if m.UserID == bot.ID {
+					n++
+				}
+			}
+			return n
+		}
+		for deadline := time.Now().Add(20 * time.Second); replies() < 3 && time.Now().Before(deadline); {
+			time.Sleep(20 * time.Millisecond)
+		}
+		if n := replies(); n != 3 {
+			t.Fatalf("%d replies, want 3", n)
+		}
+		// The outbox hears of each reply after its commit: give it time.
+		time.Sleep(300 * time.Millisecond)
+		seq, err := a.Store().Integrations().DeliveredSeq(ctx, bot.ID, cv.Conversation.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if seq != 0 {
+			t.Fatalf("the outbox recorded a delivery up to seq %d in a chat conversation", seq)
+		}
+		// Released leases stay as rows until pruned: pruning them all
+		// counts those ever taken.
+		leases, err := a.Store().Leases().Prune(ctx, "integration-outbox:", time.Now().Add(time.Hour), 1000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if leases != 0 {
+			t.Fatalf("%d outbox leases taken for a chat conversation", leases)
 		}
 	})
 }

@@ -38,13 +38,17 @@ type Outbox struct {
 	stop    chan struct{}
 	stopped bool
 	wg      sync.WaitGroup
+	// owners caches each conversation's integration (fixed when the
+	// conversation is created), so a message in a built-in channel's
+	// conversation (chat, webchat) costs the outbox no database work.
+	owners map[model.ConversationRef]string
 	// SweepEvery is how often conversations left behind are looked for.
 	sweepEvery time.Duration
 }
 
 func newOutbox(c *core) *Outbox {
 	return &Outbox{core: c, running: map[model.ConversationRef]bool{}, dirty: map[model.ConversationRef]bool{},
-		stop: make(chan struct{}), sweepEvery: 2 * time.Second}
+		stop: make(chan struct{}), sweepEvery: 2 * time.Second, owners: map[model.ConversationRef]string{}}
 }
 
 // outboxLeaseTTL bounds how long a node that died keeps a conversation's
@@ -67,7 +71,37 @@ func (o *Outbox) Published(sig *model.Signal) {
 	if json.Unmarshal(sig.Data, &m) != nil || !m.IsBot {
 		return
 	}
-	o.wake(model.ConversationRef{BotID: sig.BotID, ConversationID: sig.ConversationID})
+	ref := model.ConversationRef{BotID: sig.BotID, ConversationID: sig.ConversationID}
+	o.mu.Lock()
+	owner, known := o.owners[ref]
+	o.mu.Unlock()
+	if known && builtIn(owner) {
+		return
+	}
+	o.wake(ref)
+}
+
+// builtIn says whether an integration name is one of Parley's own
+// channels, which no outbox delivers to.
+func builtIn(name string) bool {
+	switch name {
+	case "", model.IntegrationChat, model.IntegrationWebchat, model.IntegrationWebhook:
+		return true
+	}
+	return false
+}
+
+// maxOwners bounds the owners cache; it is emptied when full (a miss
+// costs one read).
+const maxOwners = 100_000
+
+func (o *Outbox) remember(ref model.ConversationRef, owner string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if len(o.owners) >= maxOwners {
+		clear(o.owners)
+	}
+	o.owners[ref] = owner
 }
 
 // Start sweeps for undelivered conversations now and then every few
@@ -160,6 +194,21 @@ func (o *Outbox) run(ref model.ConversationRef) {
 		case <-ctx.Done():
 		}
 	}()
+	// Reads first: a conversation no installed integration owns (a
+	// built-in channel's, or one whose integration was removed, which
+	// the sweep does not look for either) is left without any write.
+	conv, err := o.store.Chat().GetConversation(ctx, ref.BotID, ref.ConversationID)
+	if err != nil {
+		return
+	}
+	o.remember(ref, conv.Integration)
+	if builtIn(conv.Integration) {
+		return
+	}
+	in, err := o.installed(ctx, ref.BotID, conv.Integration)
+	if err != nil || in == nil {
+		return
+	}
 	lease := outboxLease(ref)
 	held := func() bool {
 		ok, err := o.store.Leases().Acquire(ctx, lease, o.node, outboxLeaseTTL)
@@ -169,14 +218,6 @@ func (o *Outbox) run(ref model.ConversationRef) {
 		return // another node delivers it; the sweep comes back
 	}
 	defer func() { _ = o.store.Leases().Release(context.WithoutCancel(ctx), lease, o.node) }()
-	conv, err := o.store.Chat().GetConversation(ctx, ref.BotID, ref.ConversationID)
-	if err != nil {
-		return
-	}
-	in, err := o.installed(ctx, ref.BotID, conv.Integration)
-	if err != nil {
-		return
-	}
 	for !o.isStopped() {
 		delivered, err := o.store.Integrations().DeliveredSeq(ctx, ref.BotID, ref.ConversationID)
 		if err != nil {
@@ -187,7 +228,7 @@ func (o *Outbox) run(ref model.ConversationRef) {
 			return
 		}
 		for _, sig := range sigs {
-			if sig.Type == model.SignalMessageCreated && in != nil && in.entry.Enabled {
+			if sig.Type == model.SignalMessageCreated && in.entry.Enabled {
 				var m struct {
 					ID    string `json:"id"`
 					IsBot bool   `json:"isBot"`
