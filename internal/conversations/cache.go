@@ -4,8 +4,9 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"strings"
-	"sync"
 	"time"
+
+	"github.com/parley-bots/parley/internal/readcache"
 )
 
 // Read caches of the Chat API hot path: the webhook id → chat integration
@@ -31,68 +32,11 @@ import (
 // made by another process.
 const chatCacheTTL = time.Second
 
-// chatCacheMax bounds the entries of each cache; when full, it is emptied
-// (the entries are cheap to read again).
-const chatCacheMax = 1 << 16
-
-// ttlCache is a small map of positive answers with a time-to-live and an
-// invalidation generation: an answer read from the store is stored only if
-// no invalidation happened since the reader took the generation (before its
-// read), so a read that raced with a write never caches the old answer.
-type ttlCache[K comparable, V any] struct {
-	mu  sync.RWMutex
-	gen uint64
-	m   map[K]ttlEntry[V]
-}
-
-type ttlEntry[V any] struct {
-	v   V
-	exp time.Time
-}
-
-func (c *ttlCache[K, V]) get(k K) (v V, ok bool) {
-	c.mu.RLock()
-	e, ok := c.m[k]
-	c.mu.RUnlock()
-	if !ok || time.Now().After(e.exp) {
-		return v, false
-	}
-	return e.v, true
-}
-
-// generation is taken before reading the store for a later put.
-func (c *ttlCache[K, V]) generation() uint64 {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	return c.gen
-}
-
-func (c *ttlCache[K, V]) put(k K, v V, gen uint64, ttl time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if gen != c.gen {
-		return // invalidated since the read
-	}
-	if c.m == nil || len(c.m) >= chatCacheMax {
-		c.m = map[K]ttlEntry[V]{}
-	}
-	c.m[k] = ttlEntry[V]{v, time.Now().Add(ttl)}
-}
-
-// invalidate forgets every entry and refuses the puts of reads begun
-// before.
-func (c *ttlCache[K, V]) invalidate() {
-	c.mu.Lock()
-	c.gen++
-	c.m = nil
-	c.mu.Unlock()
-}
-
 // caches are the Chat API's read caches.
 type caches struct {
-	scopes       ttlCache[string, *Scope]       // webhook id → scope
-	participants ttlCache[participantKey, bool] // present → participant
-	keys         ttlCache[userKeyKey, string]   // (encryption key, user key) → user id
+	scopes       readcache.TTL[string, *Scope]       // webhook id → scope
+	participants readcache.TTL[participantKey, bool] // present → participant
+	keys         readcache.TTL[userKeyKey, string]   // (encryption key, user key) → user id
 }
 
 type participantKey struct{ bot, conv, user string }
@@ -104,7 +48,7 @@ type userKeyKey struct{ secret, key string }
 // invalidateParticipants is called after a commit that may remove a
 // participation (removal, conversation, user or bot deletion).
 func (s *Chat) invalidateParticipants() {
-	s.cache.participants.invalidate()
+	s.cache.participants.Invalidate()
 }
 
 // cacheableUserKey reports whether a verified key may be cached: keys

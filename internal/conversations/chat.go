@@ -60,9 +60,9 @@ func NewChat(st store.Store, commit store.Committer, streams StreamCloser, door 
 // the Chat API is disabled or the bot is gone. Other nodes end theirs
 // when they see the change (within the caches' TTL, see README).
 func (s *Chat) BotChanged(botID string) {
-	s.cache.scopes.invalidate()
-	s.cache.keys.invalidate()
-	s.cache.participants.invalidate()
+	s.cache.scopes.Invalidate()
+	s.cache.keys.Invalidate()
+	s.cache.participants.Invalidate()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	current := ""
@@ -118,10 +118,10 @@ func (s *Chat) Scope(ctx context.Context, webhookID string) (*Scope, error) {
 		return nil, chatWebhookNotFound()
 	}
 	c := &s.cache.scopes
-	if sc, ok := c.get(webhookID); ok {
+	if sc, ok := c.Get(webhookID); ok {
 		return sc, nil
 	}
-	gen := c.generation()
+	gen := c.Generation()
 	in, err := s.store.Bots().IntegrationByWebhook(ctx, webhookID)
 	if model.IsNotFound(err) || (err == nil && (in.Name != model.IntegrationChat || !in.Enabled)) {
 		return nil, chatWebhookNotFound()
@@ -135,7 +135,7 @@ func (s *Chat) Scope(ctx context.Context, webhookID string) (*Scope, error) {
 		return nil, chatWebhookNotFound()
 	}
 	sc := &Scope{BotID: in.BotID, Integration: in, key: key}
-	c.put(webhookID, sc, gen, chatCacheTTL)
+	c.Put(webhookID, sc, gen, chatCacheTTL)
 	return sc, nil
 }
 
@@ -149,16 +149,16 @@ func (s *Chat) Authenticate(sc *Scope, userKey string) (*Caller, error) {
 	// encryption key never matches an entry verified with the old one.
 	c := &s.cache.keys
 	k := userKeyKey{sc.key, userKey}
-	if id, ok := c.get(k); ok {
+	if id, ok := c.Get(k); ok {
 		return &Caller{Scope: sc, UserID: id}, nil
 	}
-	gen := c.generation()
+	gen := c.Generation()
 	id, err := auth.VerifyUserKey(sc.key, userKey)
 	if err != nil {
 		return nil, model.Unauthorized("Invalid user key")
 	}
 	if cacheableUserKey(userKey) {
-		c.put(k, id, gen, chatCacheTTL)
+		c.Put(k, id, gen, chatCacheTTL)
 	}
 	return &Caller{Scope: sc, UserID: id}, nil
 }
@@ -528,16 +528,16 @@ func (s *Chat) conversation(ctx context.Context, botID, id string) (*model.Conve
 func (s *Chat) requireParticipant(ctx context.Context, c *Caller, convID string) error {
 	pc := &s.cache.participants
 	k := participantKey{c.BotID, convID, c.UserID}
-	if _, ok := pc.get(k); ok {
+	if _, ok := pc.Get(k); ok {
 		return nil
 	}
-	gen := pc.generation()
+	gen := pc.Generation()
 	ok, err := s.store.Chat().IsParticipant(ctx, c.BotID, convID, c.UserID)
 	if err != nil {
 		return err
 	}
 	if ok {
-		pc.put(k, true, gen, chatCacheTTL)
+		pc.Put(k, true, gen, chatCacheTTL)
 		return nil
 	}
 	if _, err := s.conversation(ctx, c.BotID, convID); err != nil {

@@ -31,6 +31,7 @@ type Runtime struct {
 	workflows *workflowCache
 	noCode    noCodeLog
 	kb        KnowledgeBases
+	cache     *botCache // bots and versions (botcache.go)
 }
 
 // KnowledgeBases queries a bot's knowledge bases (files.API, passed by
@@ -104,14 +105,14 @@ func (r tablesRouter) Invoke(ctx context.Context, botID, op string, input json.R
 // kb (nil: none) fills event.kb for bots with knowledge bases.
 func NewRuntime(st store.Store, commit store.Committer, engine *runtime.Engine, sdk *SDKBots, api RuntimeAPI, kb KnowledgeBases, log *slog.Logger) *Runtime {
 	return &Runtime{store: st, engine: engine, sdk: sdk, out: outbox{st, commit}, api: api, log: log,
-		workflows: newWorkflowCache(), kb: kb}
+		workflows: newWorkflowCache(), kb: kb, cache: newBotCache()}
 }
 
 // Resolve is the Resolver of bots: an SDK bot (a development bot with a
 // URL, or a deployed Node.js bundle), a code or workflow Bot, or nil when
 // the bot has nothing to run.
 func (rt *Runtime) Resolve(ctx context.Context, botID string) (Bot, error) {
-	b, err := rt.store.Bots().GetByID(ctx, botID)
+	b, err := rt.bot(ctx, botID)
 	if model.IsNotFound(err) {
 		return nil, nil
 	}
@@ -135,6 +136,7 @@ func (rt *Runtime) Resolve(ctx context.Context, botID string) (Bot, error) {
 // processes of bundle versions no longer deployed stop, and an SDK bot is
 // sent the register operation.
 func (rt *Runtime) BotChanged(botID string) {
+	rt.cache.bots.Invalidate()
 	rt.workflows.botsChanged()
 	rt.sdk.BotChanged(botID)
 }
@@ -152,7 +154,7 @@ var eventNamespace = uuid.MustParse("0b9f6d1e-3c57-4f0e-8d0a-7f2b8e5c4a91")
 
 func (cb *codeBot) HandleTurn(ctx context.Context, in *TurnInput, out BotOutput) error {
 	rt, b := cb.rt, cb.bot
-	v, err := rt.store.Bots().GetVersion(ctx, b.ID, b.VersionID)
+	v, err := rt.version(ctx, b)
 	if err != nil {
 		return err
 	}

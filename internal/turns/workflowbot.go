@@ -79,7 +79,7 @@ type workflowBot struct {
 
 func (wb *workflowBot) HandleTurn(ctx context.Context, in *TurnInput, out BotOutput) error {
 	rt, b := wb.rt, wb.bot
-	v, err := rt.store.Bots().GetVersion(ctx, b.ID, b.VersionID)
+	v, err := rt.version(ctx, b)
 	if err != nil {
 		return err
 	}
