@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/dop251/goja"
@@ -304,8 +305,8 @@ func (e *Engine) run(ctx context.Context, in TurnInput, prepare func(*instance),
 	select {
 	case <-done:
 	case <-tctx.Done():
-		// The turn cancels tctx itself just before it closes done: look
-		// before arming a timer.
+		// The turn closes done before it cancels tctx itself (execute):
+		// look before arming a timer.
 		select {
 		case <-done:
 			res.Duration = time.Since(start)
@@ -344,9 +345,21 @@ func (e *Engine) budget(d time.Duration) time.Duration {
 
 // execute runs the turn and returns the runtime to its pool when it is
 // certainly clean: no error, no interrupt pending or delivered.
+//
+// It closes done before it releases the turn's context (cancel): run takes
+// tctx done without done for a turn past its budget, so a goroutine paused
+// between the two (a loaded scheduler, a GC) would otherwise have a turn
+// that ran well within its budget abandoned as "Execution time limit
+// exceeded", its replies kept and the fallback message sent after them.
 func (t *turn) execute(pl *pool, stop func() bool, cancel context.CancelFunc, done chan struct{}) {
 	reuse := false
-	defer close(done)
+	defer cancel()
+	defer func() {
+		close(done)
+		if h := testHookTurnEnd.Load(); h != nil {
+			(*h)()
+		}
+	}()
 	defer func() {
 		if x := recover(); x != nil {
 			// A bug of ours must not take the server down with it.
@@ -358,7 +371,8 @@ func (t *turn) execute(pl *pool, stop func() bool, cancel context.CancelFunc, do
 		if !stop() || killed || t.abandoned.Load() {
 			reuse = false // an interrupt may still land on this runtime
 		}
-		cancel()
+		// After stop: the runtime may go back to the pool before cancel,
+		// which can no longer interrupt it.
 		t.inst.t = nil
 		if reuse {
 			pl.put(t.inst)
@@ -366,6 +380,11 @@ func (t *turn) execute(pl *pool, stop func() bool, cancel context.CancelFunc, do
 	}()
 	reuse = t.run()
 }
+
+// testHookTurnEnd, set by tests, runs on a turn's goroutine between the two
+// signals of the turn's end (done closed, context released), where a
+// loaded scheduler may pause it.
+var testHookTurnEnd atomic.Pointer[func()]
 
 // syntaxError turns a goja compile error into a 400 with line and column.
 func syntaxError(err error) error {
