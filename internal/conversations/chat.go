@@ -31,9 +31,20 @@ type Chat struct {
 // Door admits users' messages that give the bot a turn (turns.Door):
 // release is called once the message is stored or failed; an error
 // (RateLimited, with Metadata "retryAfter") refuses the message before
-// anything is stored. Nil admits everything.
+// anything is stored; Busy refuses the same way, without admitting, while
+// the bots are behind. Nil admits everything.
 type Door interface {
 	Admit() (release func(), err error)
+	Busy() error
+}
+
+// Busy returns the door's refusal while the bots are behind (nil: come
+// in). The message handlers ask it before reading the request's body.
+func (s *Chat) Busy() error {
+	if s.door == nil {
+		return nil
+	}
+	return s.door.Busy()
 }
 
 // StreamCloser ends live streams (the realtime hub): those of a deleted

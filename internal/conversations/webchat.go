@@ -305,9 +305,13 @@ func (s *Webchat) storeEvent(ctx context.Context, e *model.Event) error {
 	return s.chat.commitSignal(ctx, sig, turn, func(ctx context.Context, tx store.Store) error { return tx.Chat().CreateEvent(ctx, e) })
 }
 
+// Busy is Chat.Busy: the door's refusal while the bots are behind.
+func (s *Webchat) Busy() error { return s.chat.Busy() }
+
 // CreateMessage stores a user's message sent by the webchat, like
 // the Chat API's (same checks, signal and turn) with the webchat's payload
 // rules (WebchatMessageInput.Validate).
+
 func (s *Webchat) CreateMessage(ctx context.Context, c *Caller, in WebchatMessageInput) (*model.Message, error) {
 	msg, err := in.Validate()
 	if err != nil {

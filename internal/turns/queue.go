@@ -191,11 +191,22 @@ func (q *Queue) Door(maxDelay time.Duration, maxInFlight int) *Door {
 	return &Door{q: q, maxDelay: maxDelay, maxInFlight: int64(maxInFlight)}
 }
 
+// Busy returns the RateLimited error Admit would return because the bots
+// are behind, without admitting anything: the HTTP handlers ask it before
+// they read and decode a request's body, so that a refused request costs
+// the server as little as possible.
+func (d *Door) Busy() error {
+	if d.maxDelay >= 0 && d.q.Delay() > d.maxDelay {
+		return busy("too many messages are waiting for the bot")
+	}
+	return nil
+}
+
 // Admit admits one message, to be released once it is stored (or failed),
 // or returns a RateLimited error that asks to retry after a second.
 func (d *Door) Admit() (release func(), err error) {
-	if d.maxDelay >= 0 && d.q.Delay() > d.maxDelay {
-		return nil, busy("too many messages are waiting for the bot")
+	if err := d.Busy(); err != nil {
+		return nil, err
 	}
 	if n := d.inFlight.Add(1); d.maxInFlight > 0 && n > d.maxInFlight {
 		d.inFlight.Add(-1)

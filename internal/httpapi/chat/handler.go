@@ -368,6 +368,9 @@ type messageBody struct {
 }
 
 func (h *handler) createMessage(w http.ResponseWriter, r *http.Request, c *conversations.Caller) error {
+	if err := h.chat.Busy(); err != nil {
+		return err // shed before the body is read
+	}
 	var in conversations.MessageInput
 	if err := decode(r, &in, false); err != nil {
 		return err

@@ -81,6 +81,16 @@ func TestOverloadShedAtTheDoor(t *testing.T) {
 				t.Fatalf("error body = %v", body)
 			}
 		}
+		// Shed before the body is read: a body that would be a 400 is a
+		// 429 while overloaded (the handler never decoded it).
+		req, _ := http.NewRequest("POST", e.base+"/messages", strings.NewReader(`{not json`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("x-user-key", k1)
+		if res, err := http.DefaultClient.Do(req); err != nil {
+			t.Fatal(err)
+		} else if res.Body.Close(); res.StatusCode != 429 {
+			t.Fatalf("overloaded, malformed body: status %d, want 429 before the body is read", res.StatusCode)
+		}
 		for _, c := range []struct{ key, conv string }{{k1, c1}, {k2, c2}} {
 			for _, m := range e.must(e.call("GET", "/conversations/"+c.conv+"/messages", c.key, nil), 200).Body["messages"].([]any) {
 				if strings.Contains(string(mustJSON(m)), "shed") {
