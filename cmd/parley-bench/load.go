@@ -236,10 +236,22 @@ func (r closedResult) cpuPerMsg() float64 {
 
 func (r closedResult) rate() float64 { return float64(r.ok) / r.elapsed.Seconds() }
 
-// closedLoop runs conns clients for d against base, one conversation
-// each; with rep set it then waits for the bot's replies to every
-// accepted message.
-func closedLoop(t *target, base string, convs []conv, d time.Duration, rep *replies, prefix string) closedResult {
+// sendTo is a closed-loop client's request: client's n-th message, whose
+// HTTP status it returns (0: no answer; -1: 2xx without the bot's reply).
+type sendTo func(client, n int) int
+
+// sendChat sends createMessage to a Chat API (or the bare handler), client
+// i on convs[i].
+func sendChat(base string, convs []conv, prefix string) sendTo {
+	return func(i, n int) int {
+		return send(base, convs[i], prefix+strconv.Itoa(i)+"-"+strconv.Itoa(n))
+	}
+}
+
+// closedLoop runs clients for d against t, each sending its next message
+// with do as soon as the previous one was answered; with rep set it then
+// waits for the bot's replies to every accepted message.
+func closedLoop(t *target, clients int, do sendTo, d time.Duration, rep *replies) closedResult {
 	var (
 		mu  sync.Mutex
 		res closedResult
@@ -252,7 +264,7 @@ func closedLoop(t *target, base string, convs []conv, d time.Duration, rep *repl
 	cpu0 := cpuTime(t.pid())
 	start := time.Now()
 	deadline := start.Add(d)
-	for i, c := range convs {
+	for i := range clients {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -260,7 +272,7 @@ func closedLoop(t *target, base string, convs []conv, d time.Duration, rep *repl
 			ok, shed, failed := 0, 0, 0
 			for n := 0; time.Now().Before(deadline); n++ {
 				t0 := time.Now()
-				switch st := send(base, c, prefix+strconv.Itoa(i)+"-"+strconv.Itoa(n)); {
+				switch st := do(i, n); {
 				case st/100 == 2:
 					ok++
 					lat = append(lat, time.Since(t0))

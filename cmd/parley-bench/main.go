@@ -5,11 +5,15 @@
 //
 //	go run ./cmd/parley-bench [-engines sqlite,postgres] [-bin old=/path/to/parley]
 //	    [-bin full=self,PARLEY_SYNC=full] [-env NAME=value] [-rounds 3] [-cpuprofile FILE]
+//	    [-botkit bench/botkit]
 //
 // Every server is a child process on 127.0.0.1: the bare handler and this
 // build's Parley are this program again (`parley-bench child ...`), so a
 // CPU profile of the server alone can be taken (-cpuprofile). Each Parley
 // runs a JavaScript echo bot; a createMessage answered 2xx is committed.
+// Botkit's echo bot on its web adapter (bench/botkit, once `npm ci` ran
+// there) is a target of the closed loop too: it answers each POST with the
+// echo in the response and stores nothing.
 //
 //  1. Throughput: -conns clients in a closed loop for -duration, each on a
 //     conversation of its own; Parley's rate counts only once every reply
@@ -51,6 +55,8 @@ type options struct {
 	listeners    int
 	cpuprofile   string
 	env          []string
+	botkit       string // directory of Botkit's echo bot; "" leaves it out
+	botkitNote   string // why the default Botkit target is left out
 }
 
 func main() {
@@ -103,7 +109,14 @@ func parse(args []string) (options, error) {
 	fs.IntVar(&o.convs, "convs", 100, "conversations of the open-loop runs")
 	fs.IntVar(&o.listeners, "listeners", 1000, "idle SSE listeners (0 skips)")
 	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of this build's Parley server to FILE.ENGINE")
+	botkit := fs.String("botkit", defaultBotkit, "Botkit's echo bot in `DIR` (bench/botkit once npm ci ran there), run side by side in the closed loop; empty leaves it out (the default is left out when it has no node_modules)")
 	if _, err := parseFlags(fs, args); err != nil {
+		return o, err
+	}
+	given := false
+	fs.Visit(func(f *flag.Flag) { given = given || f.Name == "botkit" })
+	var err error
+	if o.botkit, o.botkitNote, err = botkitDir(*botkit, given); err != nil {
 		return o, err
 	}
 	o.engines = strings.Split(*engines, ",")
@@ -149,6 +162,10 @@ func run(o options) (map[string]map[string]float64, error) {
 	fmt.Printf("parley-bench: %s, GOMAXPROCS %d, load average %s\n", time.Now().UTC().Format(time.RFC3339), runtime.GOMAXPROCS(0), loadavg())
 	fmt.Printf("closed loop: %d clients × %v × %d rounds; open loop: %v per rate over %d conversations\n\n",
 		o.conns, o.duration, o.rounds, o.rateDuration, o.convs)
+	if o.botkitNote != "" {
+		fmt.Println(o.botkitNote)
+		fmt.Println()
+	}
 	sustained := map[string]map[string]float64{} // engine → label → msg/s
 	for _, engine := range o.engines {
 		s, err := runEngine(o, engine, dir)
@@ -184,6 +201,13 @@ func runEngine(o options, engine, dir string) (map[string]float64, error) {
 		return nil, err
 	}
 	defer bare.stop()
+	var botkit *target
+	if o.botkit != "" {
+		if botkit, err = startBotkit(o.botkit); err != nil {
+			return nil, err
+		}
+		defer botkit.stop()
+	}
 	var ps []*parleyTarget
 	defer func() {
 		for _, p := range ps {
@@ -243,10 +267,14 @@ func runEngine(o options, engine, dir string) (map[string]float64, error) {
 	fmt.Printf("\n## Goal 1: createMessage, %d clients, closed loop, JavaScript echo bot answering\n\n", o.conns)
 	results := map[string][]closedResult{}
 	for round := range o.rounds {
-		results["bare"] = append(results["bare"], closedLoop(bare, bare.url, bareConvs, o.duration, nil, "b"))
+		results["bare"] = append(results["bare"], closedLoop(bare, o.conns, sendChat(bare.url, bareConvs, "b"), o.duration, nil))
+		if botkit != nil {
+			time.Sleep(500 * time.Millisecond)
+			results["botkit"] = append(results["botkit"], closedLoop(botkit, o.conns, func(i, n int) int { return sendBotkit(botkit.url, i, n) }, o.duration, nil))
+		}
 		for _, p := range ps {
-			results[p.name] = append(results[p.name], closedLoop(p.target, p.chat.base, p.loop, o.duration, p.loopR, fmt.Sprintf("c%d-", round)))
 			time.Sleep(500 * time.Millisecond) // idle between runs
+			results[p.name] = append(results[p.name], closedLoop(p.target, o.conns, sendChat(p.chat.base, p.loop, fmt.Sprintf("c%d-", round)), o.duration, p.loopR))
 		}
 	}
 	median := func(rs []closedResult, f func(closedResult) float64) float64 {
@@ -267,13 +295,17 @@ func runEngine(o options, engine, dir string) (map[string]float64, error) {
 	fmt.Println("| target | 2xx/s | sustained/s (replies included) | × bare | server CPU µs/msg | drain after load | p50 | p99 | 429 | errors | sustained/s per round |")
 	fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|")
 	sustained := map[string]float64{}
-	for _, name := range append([]string{"bare"}, labels(ps)...) {
+	names := []string{"bare"}
+	if botkit != nil {
+		names = append(names, "botkit")
+	}
+	for _, name := range append(names, labels(ps)...) {
 		rs := results[name]
 		mid := rs[len(rs)/2]
 		rate, sus := median(rs, closedResult.rate), median(rs, sustainedOf)
 		sustained[name] = sus
-		drain := "–"
-		if name != "bare" {
+		drain := "–" // the bare handler and Botkit answer in the response
+		if name != "bare" && name != "botkit" {
 			drain = ms(mid.drain)
 		} else {
 			sus = rate
@@ -289,6 +321,16 @@ func runEngine(o options, engine, dir string) (map[string]float64, error) {
 	for _, p := range ps[1:] {
 		fmt.Printf("\n%s / %s: sustained %.2f×, CPU per message %.2f×", ps[0].name, p.name, sustained[ps[0].name]/sustained[p.name],
 			median(results[ps[0].name], closedResult.cpuPerMsg)/median(results[p.name], closedResult.cpuPerMsg))
+	}
+	if botkit != nil {
+		bk := results["botkit"]
+		for _, p := range ps {
+			fmt.Printf("\n%s / botkit: sustained %.2f×, 2xx %.2f×, CPU per message %.2f×", p.name, sustained[p.name]/sustained["botkit"],
+				median(results[p.name], closedResult.rate)/median(bk, closedResult.rate),
+				median(results[p.name], closedResult.cpuPerMsg)/median(bk, closedResult.cpuPerMsg))
+		}
+		fmt.Printf("\n\nbotkit: %s, one process; its echo comes back in the HTTP response and it stores nothing"+
+			" (conversation state in memory), while every Parley 2xx is a committed message whose reply is committed too.", botkitVersions(o.botkit))
 	}
 	fmt.Println()
 

@@ -1,7 +1,14 @@
 package main
 
 import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -36,6 +43,152 @@ func TestBenchRuns(t *testing.T) {
 	if got["sqlite"]["parley"] <= 0 || got["sqlite"]["bare"] <= 0 {
 		t.Fatalf("sustained rates = %v", got)
 	}
+}
+
+// TestBenchBotkit runs the closed loop briefly with Botkit's echo bot
+// side by side, when Node.js and bench/botkit's node_modules are here (cd
+// bench/botkit && npm ci): Botkit echoed, and the Parley / Botkit ratios
+// are printed.
+func TestBenchBotkit(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts servers")
+	}
+	dir := filepath.Join("..", "..", defaultBotkit)
+	if _, err := exec.LookPath("node"); err != nil {
+		t.Skip("no node on PATH")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "node_modules")); err != nil {
+		t.Skipf("no %s/node_modules (cd bench/botkit && npm ci)", dir)
+	}
+	o, err := parse([]string{"-botkit", dir, "-duration", "1s", "-conns", "2", "-rates", "", "-listeners", "0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got map[string]map[string]float64
+	out := captureStdout(t, func() { got, err = run(o) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got["sqlite"]["botkit"] <= 0 || got["sqlite"]["parley"] <= 0 {
+		t.Fatalf("sustained rates = %v", got)
+	}
+	for _, want := range []string{"\n| botkit | ", "\nparley / botkit: sustained ", "stores nothing"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// captureStdout returns what f printed on os.Stdout (and prints it too).
+func captureStdout(t *testing.T, f func()) string {
+	t.Helper()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	saved := os.Stdout
+	os.Stdout = w
+	done := make(chan string)
+	go func() {
+		var b strings.Builder
+		_, _ = io.Copy(io.MultiWriter(&b, saved), r)
+		done <- b.String()
+	}()
+	defer func() { os.Stdout = saved }()
+	f()
+	w.Close()
+	return <-done
+}
+
+// TestSendBotkit counts a web adapter's answer as a reply only when it is
+// 2xx and holds the echo of the message sent.
+func TestSendBotkit(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		status int
+		body   string
+		want   int
+	}{
+		{"echo", 200, `[{"type":"message","text":"hi 3-7"}]`, 200},
+		{"echo among others", 200, `[{"type":"typing"},{"type":"message","text":"hi 3-7"}]`, 200},
+		{"no reply", 200, ``, -1},
+		{"another text", 200, `[{"type":"message","text":"hi 3-70"}]`, -1},
+		{"not JSON", 200, `hi 3-7`, -1},
+		{"error", 500, `[{"type":"message","text":"hi 3-7"}]`, 500},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got struct{ Type, Text, User string }
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.URL.Path != "/api/messages" || r.Method != "POST" {
+					http.NotFound(w, r)
+					return
+				}
+				b, _ := io.ReadAll(r.Body)
+				_ = json.Unmarshal(b, &got)
+				w.WriteHeader(tc.status)
+				_, _ = io.WriteString(w, tc.body)
+			}))
+			defer srv.Close()
+			if st := sendBotkit(srv.URL, 3, 7); st != tc.want {
+				t.Errorf("status %d, want %d", st, tc.want)
+			}
+			if got.Type != "message" || got.Text != "hi 3-7" || got.User != "u3" {
+				t.Errorf("sent %+v", got)
+			}
+		})
+	}
+}
+
+// TestBotkitFlag: -botkit defaults to bench/botkit when its node_modules
+// is there, is left out with a note when not, is an error when a
+// directory given cannot run, and ” leaves it out.
+func TestBotkitFlag(t *testing.T) {
+	withModules := t.TempDir()
+	if err := os.Mkdir(filepath.Join(withModules, "node_modules"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	_, noNode := exec.LookPath("node")
+	for _, tc := range []struct {
+		name      string
+		args      []string
+		dir, note string // note: a substring
+		bad       bool
+	}{
+		// The tests run in cmd/parley-bench: no bench/botkit here.
+		{name: "default missing", args: nil, note: "botkit: left out, no bench/botkit/node_modules (cd bench/botkit && npm ci)"},
+		{name: "empty", args: []string{"-botkit", ""}},
+		{name: "given", args: []string{"-botkit", withModules}, dir: withModules, bad: noNode != nil},
+		{name: "given without node_modules", args: []string{"-botkit", t.TempDir()}, bad: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o, err := parse(tc.args)
+			if tc.bad {
+				if err == nil {
+					t.Fatalf("accepted: %+v", o)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if o.botkit != tc.dir || !strings.Contains(o.botkitNote, tc.note) || (tc.note == "") != (o.botkitNote == "") {
+				t.Errorf("botkit %q, note %q; want %q, %q", o.botkit, o.botkitNote, tc.dir, tc.note)
+			}
+		})
+	}
+	t.Run("default present", func(t *testing.T) {
+		if noNode != nil {
+			t.Skip("no node on PATH")
+		}
+		t.Chdir(filepath.Dir(withModules))
+		if err := os.MkdirAll(filepath.Join("bench", "botkit", "node_modules"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		o, err := parse(nil)
+		if err != nil || o.botkit != defaultBotkit || o.botkitNote != "" {
+			t.Errorf("botkit %q, note %q, %v", o.botkit, o.botkitNote, err)
+		}
+	})
 }
 
 func TestParseFlags(t *testing.T) {
