@@ -3,7 +3,6 @@ package sqlstore
 import (
 	"cmp"
 	"context"
-	"os"
 	"slices"
 	"sync"
 	"time"
@@ -61,9 +60,6 @@ type queued struct {
 
 // NewCommitter implements store.DB with group commit.
 func (db *DB) NewCommitter(after store.AfterCommit) store.Committer {
-	if os.Getenv("PARLEY_DIRECT_COMMIT") != "" {
-		return store.DirectCommitter{DB: db, After: after}
-	}
 	return &groupCommitter{db: db, after: after}
 }
 
