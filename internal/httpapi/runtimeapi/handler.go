@@ -4,10 +4,12 @@
 package runtimeapi
 
 import (
+	"context"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/parley-bots/parley/internal/httpapi/httpx"
 	"github.com/parley-bots/parley/internal/model"
@@ -139,6 +141,15 @@ func hostedOnly(op string) http.Handler {
 // (integration.go).
 func (h *Handler) bot(fn botHandler) http.Handler {
 	return httpx.Handler(func(w http.ResponseWriter, r *http.Request) error {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			// A write the caller sent whole is carried out even if the
+			// caller goes away meanwhile: an integration killed right
+			// after its ack (updateMessage) must not have the ack dropped
+			// with its connection, or the message is delivered twice.
+			ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), detachedWriteTimeout)
+			defer cancel()
+			r = r.WithContext(ctx)
+		}
 		var c *rt.Caller
 		var err error
 		if id := r.Header.Get("x-integration-id"); id != "" {
@@ -166,6 +177,10 @@ func (h *Handler) bot(fn botHandler) http.Handler {
 		return nil
 	})
 }
+
+// detachedWriteTimeout bounds a write carried out for a caller that may be
+// gone.
+const detachedWriteTimeout = 30 * time.Second
 
 // decode reads a JSON body; properties the operation does not use are
 // ignored (clients 1.35.0 and 1.45.0 send different optional ones).
