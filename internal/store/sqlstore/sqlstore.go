@@ -568,4 +568,3 @@ func one[T any](ctx context.Context, s *Store, what string, scan func(scanner) (
 	}
 	return v, nil
 }
-
