@@ -568,3 +568,9 @@ func one[T any](ctx context.Context, s *Store, what string, scan func(scanner) (
 	}
 	return v, nil
 }
+
+// NewCommitter implements store.DB: each write in a transaction of its
+// own (the sqlite package overrides it with group commit).
+func (db *DB) NewCommitter(after store.AfterCommit) store.Committer {
+	return store.DirectCommitter{DB: db, After: after}
+}

@@ -1,4 +1,4 @@
-package sqlstore
+package sqlite
 
 import (
 	"cmp"
@@ -10,16 +10,11 @@ import (
 	"github.com/parley-bots/parley/internal/store"
 )
 
-// Group commit, on both engines. A commit costs the same whatever it
-// holds: on SQLite, its single writer's WAL append and lock round; on
-// PostgreSQL, a WAL flush (an fsync with synchronous_commit on) and the
-// round trips of BEGIN and COMMIT. It is paid once per batch instead of
-// once per request when the chat pipeline's writes (createMessage,
-// createEvent, bot replies, turn completions) are queued and committed
-// together, many per transaction. On PostgreSQL, several nodes' writers
-// run side by side: a batch touches its conversations' rows in the same
-// order as every other batch (below), and a batch that fails all the
-// same (a deadlock, a serialization failure) is retried write by write.
+// Group commit. SQLite has a single writer: its commit (WAL append, lock
+// round, and the writer's queue) is paid once per batch instead of once
+// per request when the chat pipeline's writes (createMessage, createEvent,
+// bot replies, turn completions) are queued and committed together, many
+// per transaction.
 //
 // The semantics of one write are unchanged: its caller returns only after
 // the transaction holding it committed, and gets its own result. If a batch
