@@ -291,9 +291,18 @@ type States interface {
 	// Get returns nil, nil when no state is stored.
 	Get(ctx context.Context, botID, scope, ownerID string) (json.RawMessage, error)
 	Put(ctx context.Context, botID, scope, ownerID string, data json.RawMessage) error
-	// GetTurn returns, in one read, the three states a turn starts with:
-	// its user's, its conversation's and its bot's (nil when not stored).
-	GetTurn(ctx context.Context, botID, userID, conversationID string) (user, conversation, bot json.RawMessage, err error)
+	// GetTurn returns, in one read, what a turn starts with: its user and
+	// conversation (nil when gone) and their states and the bot's (nil
+	// when not stored).
+	GetTurn(ctx context.Context, botID, userID, conversationID string) (TurnStart, error)
+}
+
+// TurnStart is what a turn starts with (States.GetTurn).
+type TurnStart struct {
+	User                 *model.ChatUser
+	Conversation         *model.Conversation
+	UserState, ConvState json.RawMessage
+	BotState             json.RawMessage
 }
 
 // Leases are named, expiring locks shared by every process on the same

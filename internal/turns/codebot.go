@@ -202,12 +202,17 @@ func (rt *Runtime) prepareTurn(ctx context.Context, b *model.Bot, v *model.BotVe
 	host := &botHost{store: rt.store, botID: b.ID, out: out, api: rt.api}
 	// The event's tags are the real user, conversation and message tags;
 	// its integration is the one the conversation came on.
+	// One read for the user, the conversation and the three states.
+	start, err := rt.store.States().GetTurn(ctx, b.ID, in.UserID, in.ConversationID)
+	if err != nil {
+		return runtime.TurnInput{}, err
+	}
 	var user, conv map[string]any
 	var userTags, convTags map[string]string
-	if u, err := rt.store.Chat().GetUser(ctx, b.ID, in.UserID); err == nil {
+	if u := start.User; u != nil {
 		user, userTags = toMap(wire.NewUser(u)), u.Tags
 	}
-	if c, err := rt.store.Chat().GetConversation(ctx, b.ID, in.ConversationID); err == nil {
+	if c := start.Conversation; c != nil {
 		conv, convTags = toMap(wire.NewConversation(c)), c.Tags
 		if c.Integration != "" {
 			ev.Integration = c.Integration
@@ -230,10 +235,7 @@ func (rt *Runtime) prepareTurn(ctx context.Context, b *model.Bot, v *model.BotVe
 			ev.KB = &runtime.KB{Included: included, Results: results}
 		}
 	}
-	states, err := rt.loadStates(ctx, b.ID, in)
-	if err != nil {
-		return runtime.TurnInput{}, err
-	}
+	states := runtime.States{User: start.UserState, Conversation: start.ConvState, Bot: start.BotState}
 	return runtime.TurnInput{BotID: b.ID, VersionID: v.ID, Timeout: time.Duration(b.MaxExecutionTime) * time.Second,
 		Event: ev, Message: msg, User: user, Conversation: conv, States: states, Host: host}, nil
 }
@@ -299,13 +301,6 @@ func issueCategory(code string) string {
 		return "other"
 	}
 	return "user_code"
-}
-
-func (rt *Runtime) loadStates(ctx context.Context, botID string, in *TurnInput) (runtime.States, error) {
-	var out runtime.States
-	var err error
-	out.User, out.Conversation, out.Bot, err = rt.store.States().GetTurn(ctx, botID, in.UserID, in.ConversationID)
-	return out, err
 }
 
 func (rt *Runtime) saveStates(ctx context.Context, tx store.Store, botID string, in *TurnInput, st runtime.States) error {

@@ -576,31 +576,6 @@ func (r states) Get(ctx context.Context, botID, scope, ownerID string) (json.Raw
 	return json.RawMessage(data), nil
 }
 
-func (r states) GetTurn(ctx context.Context, botID, userID, conversationID string) (user, conversation, bot json.RawMessage, err error) {
-	rows, err := r.s.query(ctx, `SELECT scope, data FROM states WHERE bot_id = ? AND (
-		(scope = ? AND owner_id = ?) OR (scope = ? AND owner_id = ?) OR (scope = ? AND owner_id = ?))`,
-		botID, store.ScopeUser, userID, store.ScopeConversation, conversationID, store.ScopeBot, botID)
-	if err != nil {
-		return nil, nil, nil, r.s.fail(err, "state")
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var scope, data string
-		if err := rows.Scan(&scope, &data); err != nil {
-			return nil, nil, nil, r.s.fail(err, "state")
-		}
-		switch scope {
-		case store.ScopeUser:
-			user = json.RawMessage(data)
-		case store.ScopeConversation:
-			conversation = json.RawMessage(data)
-		case store.ScopeBot:
-			bot = json.RawMessage(data)
-		}
-	}
-	return user, conversation, bot, r.s.fail(rows.Err(), "state")
-}
-
 func (r states) Put(ctx context.Context, botID, scope, ownerID string, data json.RawMessage) error {
 	_, err := r.s.exec(ctx, `INSERT INTO states (bot_id, scope, owner_id, data, updated_at) VALUES (?, ?, ?, ?, ?)
 		ON CONFLICT (bot_id, scope, owner_id) DO UPDATE SET data = excluded.data, updated_at = excluded.updated_at`,

@@ -580,24 +580,34 @@ func testStates(t *testing.T, db store.DB) {
 		t.Fatalf("bot state = %s, want nil", got)
 	}
 
-	// A turn's three states in one read, each by its scope and owner.
-	u, c, b, err := r.GetTurn(ctx, f.bot.ID, "u1", "c1")
+	// A turn's three states in one read, each by its scope and owner,
+	// with its user and conversation (nil while they do not exist).
+	ts, err := r.GetTurn(ctx, f.bot.ID, "u1", "c1")
 	ok(t, err)
-	if string(u) != `{"a":2}` || c != nil || b != nil {
-		t.Fatalf("turn states = %s, %s, %s; want the user's only", u, c, b)
+	if string(ts.UserState) != `{"a":2}` || ts.ConvState != nil || ts.BotState != nil || ts.User != nil || ts.Conversation != nil {
+		t.Fatalf("turn start = %+v; want the user's state only", ts)
 	}
 	ok(t, r.Put(ctx, f.bot.ID, store.ScopeConversation, "c1", json.RawMessage(`{"c":2}`)))
 	ok(t, r.Put(ctx, f.bot.ID, store.ScopeBot, f.bot.ID, json.RawMessage(`{"b":1}`)))
 	ok(t, r.Put(ctx, f.bot.ID, store.ScopeUser, "c1", json.RawMessage(`{"wrong":"scope"}`)))
-	u, c, b, err = r.GetTurn(ctx, f.bot.ID, "u1", "c1")
+	u := &model.ChatUser{BotID: f.bot.ID, ID: "u1", Name: "Ann", PictureURL: "https://p", Profile: "pro", Tags: map[string]string{"k": "v"}}
+	ok(t, db.Chat().CreateUser(ctx, u))
+	c := &model.Conversation{BotID: f.bot.ID, ID: "c1", OwnerID: "u1", Integration: "telegram", Channel: "dm", Tags: map[string]string{"t": "x"}}
+	ok(t, db.Chat().CreateConversation(ctx, c))
+	newUser(t, db, other.ID, "u1")
+	ts, err = r.GetTurn(ctx, f.bot.ID, "u1", "c1")
 	ok(t, err)
-	eq(t, "turn user state", string(u), `{"a":2}`)
-	eq(t, "turn conversation state", string(c), `{"c":2}`)
-	eq(t, "turn bot state", string(b), `{"b":1}`)
-	u, c, b, err = r.GetTurn(ctx, other.ID, "u1", "c1")
+	eq(t, "turn user state", string(ts.UserState), `{"a":2}`)
+	eq(t, "turn conversation state", string(ts.ConvState), `{"c":2}`)
+	eq(t, "turn bot state", string(ts.BotState), `{"b":1}`)
+	wantUser, _ := db.Chat().GetUser(ctx, f.bot.ID, "u1")
+	wantConv, _ := db.Chat().GetConversation(ctx, f.bot.ID, "c1")
+	eq(t, "turn user", ts.User, wantUser)
+	eq(t, "turn conversation", ts.Conversation, wantConv)
+	ts, err = r.GetTurn(ctx, other.ID, "u1", "c1")
 	ok(t, err)
-	if string(u) != `{"o":1}` || c != nil || b != nil {
-		t.Fatalf("other bot's turn states = %s, %s, %s", u, c, b)
+	if string(ts.UserState) != `{"o":1}` || ts.ConvState != nil || ts.BotState != nil || ts.Conversation != nil || ts.User == nil || ts.User.BotID != other.ID {
+		t.Fatalf("other bot's turn start = %+v", ts)
 	}
 }
 
