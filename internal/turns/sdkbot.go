@@ -83,7 +83,14 @@ var bundlePattern = regexp.MustCompile(`\bmodule\.exports\b|\bexports\.handler\s
 
 // IsBundle reports whether deployed code is a Node.js bundle rather than
 // sandbox JavaScript.
-func IsBundle(code string) bool { return bundlePattern.MatchString(code) }
+// It runs on every turn: code without either word is told apart without the
+// regular expression.
+func IsBundle(code string) bool {
+	if !strings.Contains(code, "exports") && !strings.Contains(code, "parley:node") {
+		return false
+	}
+	return bundlePattern.MatchString(code)
+}
 
 // SDKBots calls the bots built with @botpress/sdk: their turns, their
 // actions (the Runtime API's callAction) and their register operation.
