@@ -93,12 +93,17 @@ type turnKey struct {
 	seq int64
 }
 
+// DefaultWorkers is the number of turn workers when DispatcherOptions
+// gives none: 8 per core, since turns mostly wait (on the store, on bots'
+// calls).
+func DefaultWorkers() int { return 8 * runtime.GOMAXPROCS(0) }
+
 // NewDispatcher returns a dispatcher that runs the turns of the
 // conversations put in queue through the Bot that bots returns; what bots
 // send is stored through commit. Call Start, and Stop on shutdown.
 func NewDispatcher(st store.Store, commit store.Committer, queue *Queue, bots Resolver, log *slog.Logger, o DispatcherOptions) *Dispatcher {
 	if o.Workers <= 0 {
-		o.Workers = 8 * runtime.GOMAXPROCS(0)
+		o.Workers = DefaultWorkers()
 	}
 	if o.LeaseTTL <= 0 {
 		o.LeaseTTL = DefaultLeaseTTL
