@@ -86,6 +86,13 @@ type Dispatcher struct {
 	// held are the conversations whose lease this node holds (readyz).
 	heldMu sync.Mutex
 	held   map[model.ConversationRef]time.Time
+
+	// parked are leases kept after their run (lease.go); releasing the
+	// ones being released.
+	parkMu      sync.Mutex
+	parked      map[model.ConversationRef]*parked
+	releasing   map[model.ConversationRef]chan struct{}
+	parkStopped bool
 }
 
 type turnKey struct {
@@ -120,7 +127,8 @@ func NewDispatcher(st store.Store, commit store.Committer, queue *Queue, bots Re
 	if o.Node == "" {
 		o.Node = model.NewNodeID()
 	}
-	return &Dispatcher{store: st, commit: commit, queue: queue, bots: bots, log: log, o: o, retries: map[turnKey]int{}, held: map[model.ConversationRef]time.Time{}}
+	return &Dispatcher{store: st, commit: commit, queue: queue, bots: bots, log: log, o: o, retries: map[turnKey]int{}, held: map[model.ConversationRef]time.Time{},
+		parked: map[model.ConversationRef]*parked{}, releasing: map[model.ConversationRef]chan struct{}{}}
 }
 
 // Start runs the workers and recovers the turns left pending (by a crash
@@ -192,6 +200,7 @@ func (d *Dispatcher) Stop() {
 		d.cancel()
 	}
 	d.wg.Wait()
+	d.releaseParked()
 }
 
 func (d *Dispatcher) recover() {
@@ -276,65 +285,12 @@ func (d *Dispatcher) runConversation(ref model.ConversationRef, wait *time.Durat
 	defer cancel()
 	var fence *store.Fence
 	if d.o.Leases {
-		name := leaseName(ref)
-		lease, ok, err := d.store.Leases().Take(ctx, name, d.o.Node, d.o.LeaseTTL)
-		if err != nil {
-			if ctx.Err() == nil {
-				d.log.Warn("turns: lease failed", "err", err, "conversation", ref.ConversationID)
-			}
+		f, end, busy := d.lease(ctx, cancel, ref)
+		if busy {
 			return true
 		}
-		if !ok {
-			return true
-		}
-		if lease.From != "" {
-			d.log.Info("turns: conversation taken over", "bot", ref.BotID, "conversation", ref.ConversationID,
-				"from_node", lease.From, "to_node", d.o.Node, "epoch", lease.Epoch,
-				"gap_s", time.Since(lease.FromExpired.Add(-d.o.LeaseTTL)).Seconds(),
-				"after_expiry_s", time.Since(lease.FromExpired).Seconds())
-		}
-		fence = &store.Fence{Name: name, Holder: d.o.Node, Epoch: lease.Epoch}
-		d.heldMu.Lock()
-		d.held[ref] = time.Now()
-		d.heldMu.Unlock()
-		defer func() {
-			cancel() // the renewals end before the release
-			d.heldMu.Lock()
-			delete(d.held, ref)
-			d.heldMu.Unlock()
-			rctx, rcancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer rcancel()
-			_ = d.store.Leases().Release(rctx, name, d.o.Node)
-		}()
-		// Renew while working (one UPDATE a quarter TTL); a lease taken
-		// over stops this run at once, and the fence on the turn's
-		// completion refuses whatever it still tries to commit. A failing
-		// renewal is retried until the lease would have expired.
-		go func() {
-			t := time.NewTicker(d.o.LeaseTTL / 4)
-			defer t.Stop()
-			renewed := time.Now()
-			for {
-				select {
-				case <-ctx.Done():
-					return
-				case <-t.C:
-					ok, err := d.store.Leases().Renew(ctx, name, d.o.Node, lease.Epoch, d.o.LeaseTTL)
-					if err == nil && ok {
-						renewed = time.Now()
-						continue
-					}
-					if err != nil && time.Since(renewed) < d.o.LeaseTTL {
-						continue
-					}
-					if ctx.Err() == nil {
-						d.log.Warn("turns: lease lost", "err", err, "conversation", ref.ConversationID, "node", d.o.Node)
-					}
-					cancel()
-					return
-				}
-			}
-		}()
+		fence = f
+		defer end()
 	}
 	// A turn's completion is queued as soon as it ran (it joins a group
 	// commit with other conversations' writes) and is durable before the

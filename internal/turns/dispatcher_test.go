@@ -273,3 +273,55 @@ func TestDispatcherTwoNodes(t *testing.T) {
 		}
 	}
 }
+
+// TestDispatcherKeepsLeaseBriefly: with leases, a conversation's lease is
+// kept a moment after its turns ran out (lease.go), so that the user's
+// next message reuses it, then released; Stop releases it at once.
+func TestDispatcherKeepsLeaseBriefly(t *testing.T) {
+	db := testdb.Postgres(t)
+	ctx := context.Background()
+	bot := newRecordingBot(0)
+	f := newChatFixture(t, db, bot, turns.DispatcherOptions{Leases: true, Node: "a"})
+	f.dispatcher.Start(ctx)
+	stopped := false
+	defer func() {
+		if !stopped {
+			f.dispatcher.Stop()
+		}
+	}()
+	conv, _ := f.chat.CreateConversation(ctx, f.caller, nil)
+	name := "turns:" + f.botID + ":" + conv.ID
+	otherTakes := func() bool {
+		_, ok, err := db.Leases().Take(ctx, name, "x", 2*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok {
+			if err := db.Leases().Release(ctx, name, "x"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return ok
+	}
+	f.post(t, conv.ID, "0")
+	waitUntil(t, "turn 0", func() bool { return bot.count() == 1 })
+	if otherTakes() {
+		t.Fatal("the lease was released as soon as the turn ran")
+	}
+	f.post(t, conv.ID, "1") // reuses it
+	waitUntil(t, "turn 1", func() bool { return bot.count() == 2 })
+	if otherTakes() {
+		t.Fatal("the lease was released as soon as the second turn ran")
+	}
+	waitUntil(t, "the lease released after its linger", otherTakes)
+	f.post(t, conv.ID, "2")
+	waitUntil(t, "turn 2", func() bool { return bot.count() == 3 })
+	f.dispatcher.Stop()
+	stopped = true
+	if !otherTakes() {
+		t.Fatal("Stop kept the lease")
+	}
+	if got := bot.seen[conv.ID]; fmt.Sprint(got) != "[0 1 2]" {
+		t.Fatalf("turns ran %v", got)
+	}
+}

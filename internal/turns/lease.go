@@ -1,0 +1,202 @@
+package turns
+
+import (
+	"context"
+	"time"
+
+	"github.com/parley-bots/parley/internal/model"
+	"github.com/parley-bots/parley/internal/store"
+)
+
+// Conversation leases (several nodes on one PostgreSQL database): a node
+// runs a conversation's turns only while it holds the conversation's
+// store lease, renewed while it works and fenced at every turn's
+// completion.
+//
+// A lease is kept for leaseLinger after its conversation ran out of
+// turns ("parked"), without a worker and without renewals: a user's next
+// message usually comes within that time, and its run then reuses the
+// lease instead of taking and releasing it again, two committed
+// transactions per message fewer. A parked lease is reused only while it
+// was renewed less than a quarter TTL ago, so it has most of its TTL
+// left; it is released when the linger ends, or at once on Stop (the
+// handover). Another node that got a message of a parked conversation
+// finds it busy and retries after 250 ms (Queue.done), by when the lease
+// is free: cross-node messages of one conversation wait at most about
+// that long.
+const leaseLinger = 300 * time.Millisecond
+
+// parked is a lease kept after its run.
+type parked struct {
+	epoch   int64
+	renewed time.Time
+	timer   *time.Timer
+}
+
+// lease takes (or reuses) ref's lease and renews it until ctx ends;
+// cancel is called when the lease is lost. end, called once the run is
+// over and ctx cancelled, parks or releases it. busy reports that another
+// node holds it.
+func (d *Dispatcher) lease(ctx context.Context, cancel context.CancelFunc, ref model.ConversationRef) (fence *store.Fence, end func(), busy bool) {
+	name := leaseName(ref)
+	var epoch int64
+	var renewed time.Time
+	if p := d.unpark(ref); p != nil && time.Since(p.renewed) < d.o.LeaseTTL/4 {
+		epoch, renewed = p.epoch, p.renewed
+	} else {
+		l, ok, err := d.store.Leases().Take(ctx, name, d.o.Node, d.o.LeaseTTL)
+		if err != nil {
+			if ctx.Err() == nil {
+				d.log.Warn("turns: lease failed", "err", err, "conversation", ref.ConversationID)
+			}
+			d.forgetHeld(ref)
+			return nil, nil, true
+		}
+		if !ok {
+			d.forgetHeld(ref)
+			return nil, nil, true
+		}
+		if l.From != "" {
+			d.log.Info("turns: conversation taken over", "bot", ref.BotID, "conversation", ref.ConversationID,
+				"from_node", l.From, "to_node", d.o.Node, "epoch", l.Epoch,
+				"gap_s", time.Since(l.FromExpired.Add(-d.o.LeaseTTL)).Seconds(),
+				"after_expiry_s", time.Since(l.FromExpired).Seconds())
+		}
+		epoch, renewed = l.Epoch, time.Now()
+	}
+	d.heldMu.Lock()
+	if _, ok := d.held[ref]; !ok {
+		d.held[ref] = time.Now()
+	}
+	d.heldMu.Unlock()
+	// Renew while working (one UPDATE a quarter TTL); a lease taken over
+	// stops this run at once, and the fence on the turn's completion
+	// refuses whatever it still tries to commit. A failing renewal is
+	// retried until the lease would have expired.
+	lost := false
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(d.o.LeaseTTL / 4)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				ok, err := d.store.Leases().Renew(ctx, name, d.o.Node, epoch, d.o.LeaseTTL)
+				if err == nil && ok {
+					renewed = time.Now()
+					continue
+				}
+				if err != nil && time.Since(renewed) < d.o.LeaseTTL {
+					continue
+				}
+				if ctx.Err() == nil {
+					d.log.Warn("turns: lease lost", "err", err, "conversation", ref.ConversationID, "node", d.o.Node)
+				}
+				lost = true
+				cancel()
+				return
+			}
+		}
+	}()
+	end = func() {
+		cancel()
+		<-done // renewed and lost are the renewer's until it returned
+		if lost {
+			d.forgetHeld(ref)
+			return
+		}
+		if d.ctx.Err() == nil && d.park(ref, epoch, renewed) {
+			return
+		}
+		d.release(ref)
+	}
+	return &store.Fence{Name: name, Holder: d.o.Node, Epoch: epoch}, end, false
+}
+
+// park keeps ref's lease for leaseLinger; false when the dispatcher is
+// stopping (the caller releases it).
+func (d *Dispatcher) park(ref model.ConversationRef, epoch int64, renewed time.Time) bool {
+	d.parkMu.Lock()
+	defer d.parkMu.Unlock()
+	if d.parkStopped {
+		return false
+	}
+	p := &parked{epoch: epoch, renewed: renewed}
+	p.timer = time.AfterFunc(leaseLinger, func() { d.expire(ref, p) })
+	d.parked[ref] = p
+	return true
+}
+
+// unpark takes ref's parked lease, if any, waiting for a release of it in
+// progress: a Take must not be undone by an older Release.
+func (d *Dispatcher) unpark(ref model.ConversationRef) *parked {
+	for {
+		d.parkMu.Lock()
+		if ch, ok := d.releasing[ref]; ok {
+			d.parkMu.Unlock()
+			<-ch
+			continue
+		}
+		p := d.parked[ref]
+		if p != nil {
+			delete(d.parked, ref)
+			p.timer.Stop()
+		}
+		d.parkMu.Unlock()
+		return p
+	}
+}
+
+// expire releases a lease whose linger ended unless it was reused.
+func (d *Dispatcher) expire(ref model.ConversationRef, p *parked) {
+	d.parkMu.Lock()
+	if d.parked[ref] != p {
+		d.parkMu.Unlock()
+		return
+	}
+	delete(d.parked, ref)
+	d.parkMu.Unlock()
+	d.release(ref)
+}
+
+// release ends this node's lease on ref; unpark waits for it.
+func (d *Dispatcher) release(ref model.ConversationRef) {
+	ch := make(chan struct{})
+	d.parkMu.Lock()
+	d.releasing[ref] = ch
+	d.parkMu.Unlock()
+	rctx, rcancel := context.WithTimeout(context.Background(), 5*time.Second)
+	_ = d.store.Leases().Release(rctx, leaseName(ref), d.o.Node)
+	rcancel()
+	d.forgetHeld(ref)
+	d.parkMu.Lock()
+	delete(d.releasing, ref)
+	d.parkMu.Unlock()
+	close(ch)
+}
+
+// releaseParked releases every parked lease at once (Stop: the handover)
+// and parks no more.
+func (d *Dispatcher) releaseParked() {
+	d.parkMu.Lock()
+	d.parkStopped = true
+	refs := make([]model.ConversationRef, 0, len(d.parked))
+	for ref, p := range d.parked {
+		p.timer.Stop()
+		delete(d.parked, ref)
+		refs = append(refs, ref)
+	}
+	d.parkMu.Unlock()
+	for _, ref := range refs {
+		d.release(ref)
+	}
+}
+
+func (d *Dispatcher) forgetHeld(ref model.ConversationRef) {
+	d.heldMu.Lock()
+	delete(d.held, ref)
+	d.heldMu.Unlock()
+}
