@@ -3,6 +3,7 @@ package app_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -17,6 +18,7 @@ import (
 	"unicode"
 
 	"github.com/parley-bots/parley/internal/app"
+	"github.com/parley-bots/parley/internal/store"
 	"github.com/parley-bots/parley/internal/testutil/testapp"
 )
 
@@ -429,6 +431,62 @@ func TestKnowledgeModelEndpoints(t *testing.T) {
 		}
 		if models.chats.Load() != chats {
 			t.Fatal("a failing endpoint answered")
+		}
+	})
+}
+
+// TestKnowledgeBaseChangesReachTheNextTurn: the turns' list of a bot's
+// knowledge bases is cached (files.KnowledgeBases.forBot); creating,
+// renaming and deleting a base must reach the very next message's
+// event.kb.
+func TestKnowledgeBaseChangesReachTheNextTurn(t *testing.T) {
+	engines(t, func(t *testing.T, cfg func() app.Config) {
+		ctx := context.Background()
+		a := testapp.Start(t, cfg())
+		bot, chatURL, _ := codeBot(t, a, `bot.on.message('text', async ({ message, event, client }) => {
+  const names = event.kb ? event.kb.included.map(k => k.name).join(',') : 'none'
+  await client.createMessage({ conversationId: message.conversationId, payload: { type: 'text', text: message.payload.text + '=' + names } })
+})`)
+		b := newBotFiles(t, a, bot.ID)
+		var u struct{ Key string }
+		chatCall(t, "POST", chatURL+"/users", "", map[string]any{}, &u)
+		var cv struct{ Conversation struct{ ID string } }
+		chatCall(t, "POST", chatURL+"/conversations", u.Key, map[string]any{}, &cv)
+		ask := func(n int) string {
+			t.Helper()
+			chatCall(t, "POST", chatURL+"/messages", u.Key, map[string]any{"conversationId": cv.Conversation.ID,
+				"payload": map[string]any{"type": "text", "text": fmt.Sprint(n)}}, nil)
+			for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+				ms, _, err := a.Store().Chat().ListMessages(ctx, bot.ID, cv.Conversation.ID, store.Page{Size: 100})
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, m := range ms {
+					var p struct{ Text string }
+					json.Unmarshal(m.Payload, &p)
+					if m.UserID == bot.ID && strings.HasPrefix(p.Text, fmt.Sprint(n)+"=") {
+						return strings.TrimPrefix(p.Text, fmt.Sprint(n)+"=")
+					}
+				}
+			}
+			t.Fatalf("no reply to %d", n)
+			return ""
+		}
+		if got := ask(1); got != "none" {
+			t.Fatalf("before any base: %q", got)
+		}
+		var kb struct{ KnowledgeBase struct{ ID string } }
+		b.call("POST", "/v1/files/knowledge-bases", `{"name":"first","tags":{"kb":"1"}}`, &kb)
+		if got := ask(2); got != "first" {
+			t.Fatalf("after create: %q", got)
+		}
+		b.call("PUT", "/v1/files/knowledge-bases/"+kb.KnowledgeBase.ID, `{"name":"renamed","tags":{}}`, nil)
+		if got := ask(3); got != "renamed" {
+			t.Fatalf("after rename: %q", got)
+		}
+		b.call("DELETE", "/v1/files/knowledge-bases/"+kb.KnowledgeBase.ID, "", nil)
+		if got := ask(4); got != "none" {
+			t.Fatalf("after delete: %q", got)
 		}
 	})
 }

@@ -38,7 +38,7 @@ func (a *API) searchKnowledgeBases(ctx context.Context, botID, query string, kbs
 // selectKBs returns the bot's knowledge bases whose id or name is in
 // only, or all of them when only is empty.
 func (a *API) selectKBs(ctx context.Context, botID string, only []string) ([]*model.KnowledgeBase, error) {
-	all, err := a.KnowledgeBases.store.Files().ListKnowledgeBases(ctx, botID)
+	all, err := a.KnowledgeBases.forBot(ctx, botID)
 	if err != nil || len(only) == 0 {
 		return all, err
 	}

@@ -3,14 +3,40 @@ package files
 import (
 	"context"
 	"strings"
+	"time"
 
 	"github.com/parley-bots/parley/internal/model"
+	"github.com/parley-bots/parley/internal/readcache"
 	"github.com/parley-bots/parley/internal/store"
 )
 
 // KnowledgeBases implements the knowledge-base operations: a knowledge
 // base is a named set of the bot's files, those carrying its tags.
-type KnowledgeBases struct{ store store.Store }
+type KnowledgeBases struct {
+	store store.Store
+	// bases caches each bot's list for the turns (every text message of
+	// every bot asks it, most bots have none): forgotten on this node
+	// after a create, update or delete; another node's change is seen
+	// within kbCacheTTL.
+	bases readcache.TTL[string, []*model.KnowledgeBase]
+}
+
+const kbCacheTTL = time.Second
+
+// forBot lists the bot's knowledge bases, from the cache or the store; the
+// list is shared, read only.
+func (s *KnowledgeBases) forBot(ctx context.Context, botID string) ([]*model.KnowledgeBase, error) {
+	if kbs, ok := s.bases.Get(botID); ok {
+		return kbs, nil
+	}
+	gen := s.bases.Generation()
+	kbs, err := s.store.Files().ListKnowledgeBases(ctx, botID)
+	if err != nil {
+		return nil, err
+	}
+	s.bases.Put(botID, kbs, gen, kbCacheTTL)
+	return kbs, nil
+}
 
 // KnowledgeBaseView is the client's knowledge base.
 type KnowledgeBaseView struct {
@@ -63,6 +89,7 @@ func (s *KnowledgeBases) Create(ctx context.Context, c Caller, in KBInput) (Know
 	if err := s.store.Files().CreateKnowledgeBase(ctx, kb); err != nil {
 		return KnowledgeBaseView{}, err
 	}
+	s.bases.Invalidate()
 	return kbView(kb, false), nil
 }
 
@@ -92,6 +119,7 @@ func (s *KnowledgeBases) Update(ctx context.Context, c Caller, id string, in KBI
 	if err := s.store.Files().UpdateKnowledgeBase(ctx, kb); err != nil {
 		return KnowledgeBaseView{}, orNotFound(err, "KnowledgeBase", id)
 	}
+	s.bases.Invalidate()
 	return kbView(kb, false), nil
 }
 
@@ -100,7 +128,9 @@ func (s *KnowledgeBases) Delete(ctx context.Context, c Caller, id string) error 
 	if err := c.require("deleteKnowledgeBase"); err != nil {
 		return err
 	}
-	return orNotFound(s.store.Files().DeleteKnowledgeBase(ctx, c.BotID, id), "KnowledgeBase", id)
+	err := s.store.Files().DeleteKnowledgeBase(ctx, c.BotID, id)
+	s.bases.Invalidate()
+	return orNotFound(err, "KnowledgeBase", id)
 }
 
 // List returns a page of the bot's knowledge bases with these tags.
