@@ -277,6 +277,10 @@ type PendingTurn struct {
 	// Handoff is set when the conversation is in handoff (store.Handoffs)
 	// as the turn is read: its bot is paused.
 	Handoff bool
+	// Start is, for the first turn of the batch only, what the turn starts
+	// with (States.GetTurn), read in the same query; the next turns of the
+	// batch read theirs when they start, after the turns before them.
+	Start *TurnStart
 }
 
 // State scopes of bot state.

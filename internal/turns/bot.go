@@ -56,6 +56,9 @@ type TurnInput struct {
 	// turns; nil for custom events. MessageTags are its tags.
 	Message     *wire.Message
 	MessageTags map[string]string
+	// start is what the turn starts with when it was read with the turn
+	// (the first of a batch, store.PendingTurn.Start); nil: read it.
+	start *store.TurnStart
 }
 
 // BotEvent is the data of an incoming (or outgoing) bot event, from which

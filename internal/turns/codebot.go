@@ -202,9 +202,12 @@ func (rt *Runtime) prepareTurn(ctx context.Context, b *model.Bot, v *model.BotVe
 	host := &botHost{store: rt.store, botID: b.ID, out: out, api: rt.api}
 	// The event's tags are the real user, conversation and message tags;
 	// its integration is the one the conversation came on.
-	// One read for the user, the conversation and the three states.
-	start, err := rt.store.States().GetTurn(ctx, b.ID, in.UserID, in.ConversationID)
-	if err != nil {
+	// The user, the conversation and the three states: read with the turn
+	// when it was the first of its batch, else in one read now.
+	var start store.TurnStart
+	if in.start != nil {
+		start = *in.start
+	} else if start, err = rt.store.States().GetTurn(ctx, b.ID, in.UserID, in.ConversationID); err != nil {
 		return runtime.TurnInput{}, err
 	}
 	var user, conv map[string]any

@@ -526,7 +526,7 @@ func (d *Dispatcher) runTurn(ctx context.Context, p store.PendingTurn, attempt i
 // it (store.Chat.PendingTurnInputs). ok is false when that is gone.
 func pendingTurnInput(p store.PendingTurn) (in *TurnInput, ok bool, err error) {
 	t := p.Turn
-	in = &TurnInput{BotID: t.BotID, ConversationID: t.ConversationID, UserID: t.UserID, Seq: t.Seq}
+	in = &TurnInput{BotID: t.BotID, ConversationID: t.ConversationID, UserID: t.UserID, Seq: t.Seq, start: p.Start}
 	switch t.Kind {
 	case model.TurnMessage:
 		m := p.Message

@@ -480,6 +480,7 @@ func (r chat) PendingTurnInputs(ctx context.Context, botID, conversationID strin
 	if limit <= 0 {
 		limit = maxPageSize
 	}
+	first := true
 	return all(ctx, r.s, "turns", func(sc scanner) (store.PendingTurn, error) {
 		var t model.Turn
 		var c int64
@@ -488,13 +489,22 @@ func (r chat) PendingTurnInputs(ctx context.Context, botID, conversationID strin
 		var eID, eConv, eUser, eType, ePayload, eStatus, eMsg sql.NullString
 		var eAt sql.NullInt64
 		var handoff sql.NullString
-		if err := sc.Scan(&t.BotID, &t.ConversationID, &t.Seq, &t.Kind, &t.RefID, &t.UserID, &t.Attempts, &c,
+		var st turnStartCols
+		if err := sc.Scan(append([]any{&t.BotID, &t.ConversationID, &t.Seq, &t.Kind, &t.RefID, &t.UserID, &t.Attempts, &c,
 			&mID, &mConv, &mUser, &mPayload, &mMeta, &mTags, &mDir, &mAt,
-			&eID, &eConv, &eUser, &eType, &ePayload, &eAt, &eStatus, &eMsg, &handoff); err != nil {
+			&eID, &eConv, &eUser, &eType, &ePayload, &eAt, &eStatus, &eMsg, &handoff}, st.dest()...)...); err != nil {
 			return store.PendingTurn{}, err
 		}
 		t.CreatedAt = fromMS(c)
 		p := store.PendingTurn{Turn: &t, Handoff: handoff.Valid}
+		if first {
+			first = false
+			start, err := st.start(t.BotID)
+			if err != nil {
+				return store.PendingTurn{}, err
+			}
+			p.Start = start
+		}
 		if mID.Valid {
 			m := &model.Message{BotID: t.BotID, ID: mID.String, ConversationID: mConv.String, UserID: mUser.String,
 				Payload: json.RawMessage(mPayload.String), Direction: mDir.String, CreatedAt: fromMS(mAt.Int64)}
@@ -514,13 +524,14 @@ func (r chat) PendingTurnInputs(ctx context.Context, botID, conversationID strin
 		return p, nil
 	}, `SELECT t.bot_id, t.conversation_id, t.seq, t.kind, t.ref_id, t.user_id, t.attempts, t.created_at,
 		m.id, m.conversation_id, m.user_id, m.payload, m.metadata, m.tags, m.direction, m.created_at,
-		e.id, e.conversation_id, e.user_id, e.type, e.payload, e.created_at, e.status, e.message_id, h.status
+		e.id, e.conversation_id, e.user_id, e.type, e.payload, e.created_at, e.status, e.message_id, h.status, `+turnStartSelect+`
 		FROM turns t
 		LEFT JOIN messages m ON t.kind = ? AND m.bot_id = t.bot_id AND m.id = t.ref_id
 		LEFT JOIN events e ON t.kind = ? AND e.bot_id = t.bot_id AND e.id = t.ref_id
 		LEFT JOIN handoffs h ON h.bot_id = t.bot_id AND h.conversation_id = t.conversation_id
+		`+turnStartJoins+`
 		WHERE t.bot_id = ? AND t.conversation_id = ? ORDER BY t.seq LIMIT ?`,
-		model.TurnMessage, model.TurnEvent, botID, conversationID, limit)
+		model.TurnMessage, model.TurnEvent, store.ScopeUser, store.ScopeConversation, store.ScopeBot, botID, conversationID, limit)
 }
 
 // PendingConversations lists conversations with turns, oldest waiting first.

@@ -734,9 +734,34 @@ func testTurnInputs(t *testing.T, db store.DB) {
 	eq(t, "kind mismatch", got[4].Event, (*model.Event)(nil))
 	eq(t, "kind mismatch", got[4].Message, (*model.Message)(nil))
 
+	// The first turn comes with its start, as GetTurn reads it; the
+	// others without (they read theirs when they start).
+	startOf := func() store.TurnStart {
+		ts, err := db.States().GetTurn(ctx, f.bot.ID, "u", "a")
+		ok(t, err)
+		return ts
+	}
+	if got[0].Start == nil {
+		t.Fatal("the first pending turn has no start")
+	}
+	eq(t, "start without user, with conversation", *got[0].Start, startOf())
+	for _, p := range got[1:] {
+		if p.Start != nil {
+			t.Fatalf("turn %d has a start", p.Turn.Seq)
+		}
+	}
+	newUser(t, db, f.bot.ID, "u")
+	ok(t, db.States().Put(ctx, f.bot.ID, store.ScopeUser, "u", json.RawMessage(`{"n":1}`)))
+	ok(t, db.States().Put(ctx, f.bot.ID, store.ScopeConversation, "a", json.RawMessage(`{"c":1}`)))
+	ok(t, db.States().Put(ctx, f.bot.ID, store.ScopeBot, f.bot.ID, json.RawMessage(`{"b":1}`)))
 	got, err = r.PendingTurnInputs(ctx, f.bot.ID, "a", 2)
 	ok(t, err)
 	eq(t, "limit", len(got), 2)
+	want := startOf()
+	if want.User == nil || want.UserState == nil || want.BotState == nil {
+		t.Fatalf("GetTurn = %+v", want)
+	}
+	eq(t, "start with user and states", *got[0].Start, want)
 	got, err = r.PendingTurnInputs(ctx, f.bot.ID, "idle", 10)
 	ok(t, err)
 	eq(t, "none", len(got), 0)
