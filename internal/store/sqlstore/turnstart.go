@@ -38,19 +38,13 @@ func (r states) GetTurn(ctx context.Context, botID, userID, conversationID strin
 		}
 		switch kind {
 		case "u":
-			u := &model.ChatUser{BotID: bot, ID: id, Name: a, PictureURL: b, Profile: c,
-				CreatedAt: fromMS(cr), UpdatedAt: fromMS(up)}
-			if err := tagsFrom(tags, &u.Tags); err != nil {
+			if out.User, err = turnUser(bot, id, a, b, c, tags, cr, up); err != nil {
 				return out, err
 			}
-			out.User = u
 		case "c":
-			cv := &model.Conversation{BotID: bot, ID: id, OwnerID: a, Integration: b, Channel: c,
-				CreatedAt: fromMS(cr), UpdatedAt: fromMS(up)}
-			if err := tagsFrom(tags, &cv.Tags); err != nil {
+			if out.Conversation, err = turnConversation(bot, id, a, b, c, tags, cr, up); err != nil {
 				return out, err
 			}
-			out.Conversation = cv
 		case "s":
 			switch data := json.RawMessage(b); a {
 			case store.ScopeUser:
@@ -97,21 +91,18 @@ func (s *turnStartCols) dest() []any {
 
 func (s *turnStartCols) start(botID string) (*store.TurnStart, error) {
 	var out store.TurnStart
+	var err error
 	if s.uID.Valid {
-		u := &model.ChatUser{BotID: botID, ID: s.uID.String, Name: s.uName.String, PictureURL: s.uPicture.String,
-			Profile: s.uProfile.String, CreatedAt: fromMS(s.uCreated.Int64), UpdatedAt: fromMS(s.uUpdated.Int64)}
-		if err := tagsFrom(s.uTags.String, &u.Tags); err != nil {
+		if out.User, err = turnUser(botID, s.uID.String, s.uName.String, s.uPicture.String, s.uProfile.String,
+			s.uTags.String, s.uCreated.Int64, s.uUpdated.Int64); err != nil {
 			return nil, err
 		}
-		out.User = u
 	}
 	if s.cID.Valid {
-		c := &model.Conversation{BotID: botID, ID: s.cID.String, OwnerID: s.cOwner.String, Integration: s.cIntegration.String,
-			Channel: s.cChannel.String, CreatedAt: fromMS(s.cCreated.Int64), UpdatedAt: fromMS(s.cUpdated.Int64)}
-		if err := tagsFrom(s.cTags.String, &c.Tags); err != nil {
+		if out.Conversation, err = turnConversation(botID, s.cID.String, s.cOwner.String, s.cIntegration.String,
+			s.cChannel.String, s.cTags.String, s.cCreated.Int64, s.cUpdated.Int64); err != nil {
 			return nil, err
 		}
-		out.Conversation = c
 	}
 	for _, x := range []struct {
 		v   sql.NullString
@@ -122,4 +113,18 @@ func (s *turnStartCols) start(botID string) (*store.TurnStart, error) {
 		}
 	}
 	return &out, nil
+}
+
+// turnUser and turnConversation build a turn's user and conversation from
+// their columns (scanUser's and scanConv's, read by the queries above).
+func turnUser(botID, id, name, picture, profile, tags string, created, updated int64) (*model.ChatUser, error) {
+	u := &model.ChatUser{BotID: botID, ID: id, Name: name, PictureURL: picture, Profile: profile,
+		CreatedAt: fromMS(created), UpdatedAt: fromMS(updated)}
+	return u, tagsFrom(tags, &u.Tags)
+}
+
+func turnConversation(botID, id, owner, integration, channel, tags string, created, updated int64) (*model.Conversation, error) {
+	c := &model.Conversation{BotID: botID, ID: id, OwnerID: owner, Integration: integration, Channel: channel,
+		CreatedAt: fromMS(created), UpdatedAt: fromMS(updated)}
+	return c, tagsFrom(tags, &c.Tags)
 }
