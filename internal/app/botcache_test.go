@@ -1,7 +1,6 @@
 package app_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -9,7 +8,6 @@ import (
 	"time"
 
 	"github.com/parley-bots/parley/internal/app"
-	"github.com/parley-bots/parley/internal/store"
 	"github.com/parley-bots/parley/internal/testutil/testapp"
 )
 
@@ -19,7 +17,6 @@ import (
 // with code, then again with the first code back).
 func TestRedeployReachesTheNextTurn(t *testing.T) {
 	engines(t, func(t *testing.T, cfg func() app.Config) {
-		ctx := context.Background()
 		a := testapp.Start(t, cfg())
 		echo := func(tag string) string {
 			return `bot.on.message('text', async ({ message, client }) => {
@@ -28,44 +25,16 @@ func TestRedeployReachesTheNextTurn(t *testing.T) {
 		}
 		bot, chatURL, _ := codeBot(t, a, echo("v1"))
 		admin := map[string]string{"x-workspace-id": defaultWorkspace(t, a)}
-		var u struct{ Key string }
-		chatCall(t, "POST", chatURL+"/users", "", map[string]any{}, &u)
-		var cv struct{ Conversation struct{ ID string } }
-		chatCall(t, "POST", chatURL+"/conversations", u.Key, map[string]any{}, &cv)
-		lastReply := func(n int) string {
-			for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-				ms, _, err := a.Store().Chat().ListMessages(ctx, bot.ID, cv.Conversation.ID, store.Page{Size: 100})
-				if err != nil {
-					t.Fatal(err)
-				}
-				var replies []string
-				for _, m := range ms {
-					if m.UserID == bot.ID {
-						var p struct{ Text string }
-						json.Unmarshal(m.Payload, &p)
-						replies = append(replies, p.Text)
-					}
-				}
-				if len(replies) >= n {
-					// Newest first or last: find the one for message n.
-					for _, r := range replies {
-						if len(r) > 4 && r[4:] == fmt.Sprint(n) {
-							return r
-						}
-					}
-				}
-			}
-			t.Fatalf("no reply to message %d", n)
-			return ""
-		}
+		key, convID := newChatConversation(t, chatURL)
 		for n, want := range []string{"v1", "v2", "v3", "v1"} {
 			if n > 0 {
 				code, _ := json.Marshal(echo(want))
 				apiCall(t, a.URL, a.AdminToken, admin, "PUT", "/v1/admin/bots/"+bot.ID, `{"code":`+string(code)+`}`, nil)
 			}
-			chatCall(t, "POST", chatURL+"/messages", u.Key,
-				map[string]any{"conversationId": cv.Conversation.ID, "payload": map[string]any{"type": "text", "text": fmt.Sprint(n + 1)}}, nil)
-			if got := lastReply(n + 1); got != fmt.Sprintf("%s: %d", want, n+1) {
+			sendChatText(t, chatURL, key, convID, fmt.Sprint(n+1))
+			suffix := fmt.Sprintf(": %d", n+1)
+			got := waitForBotText(t, a, bot.ID, convID, func(s string) bool { return strings.HasSuffix(s, suffix) })
+			if got != want+suffix {
 				t.Fatalf("message %d answered %q, want the code deployed just before (%s)", n+1, got, want)
 			}
 		}
@@ -79,7 +48,6 @@ func TestRedeployReachesTheNextTurn(t *testing.T) {
 // counters the previous one left, and the user's tags set by the first.
 func TestBatchedTurnsSeeEachOthersState(t *testing.T) {
 	engines(t, func(t *testing.T, cfg func() app.Config) {
-		ctx := context.Background()
 		a := testapp.Start(t, cfg())
 		bot, chatURL, _ := codeBot(t, a, `bot.on.message('text', async ({ message, event, client, state }) => {
   state.user.n = (state.user.n || 0) + 1
@@ -90,32 +58,16 @@ func TestBatchedTurnsSeeEachOthersState(t *testing.T) {
   await client.createMessage({ conversationId: message.conversationId, payload: { type: 'text',
     text: message.payload.text + ':' + state.user.n + '/' + state.conversation.n + '/' + state.bot.n + ':' + seen } })
 })`)
-		var u struct{ Key string }
-		chatCall(t, "POST", chatURL+"/users", "", map[string]any{}, &u)
-		var cv struct{ Conversation struct{ ID string } }
-		chatCall(t, "POST", chatURL+"/conversations", u.Key, map[string]any{}, &cv)
+		key, convID := newChatConversation(t, chatURL)
 		const n = 20
 		for i := 1; i <= n; i++ {
-			chatCall(t, "POST", chatURL+"/messages", u.Key, map[string]any{"conversationId": cv.Conversation.ID,
-				"payload": map[string]any{"type": "text", "text": fmt.Sprint(i)}}, nil)
+			sendChatText(t, chatURL, key, convID, fmt.Sprint(i))
 		}
-		var replies map[string]string
-		for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-			ms, _, err := a.Store().Chat().ListMessages(ctx, bot.ID, cv.Conversation.ID, store.Page{Size: 100})
-			if err != nil {
-				t.Fatal(err)
-			}
-			replies = map[string]string{}
-			for _, m := range ms {
-				var p struct{ Text string }
-				json.Unmarshal(m.Payload, &p)
-				if m.UserID == bot.ID {
-					k, rest, _ := strings.Cut(p.Text, ":")
-					replies[k] = rest
-				}
-			}
-			if len(replies) == n {
-				break
+		replies := map[string]string{}
+		for deadline := time.Now().Add(30 * time.Second); len(replies) < n && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+			for _, s := range botTexts(t, a, bot.ID, convID) {
+				k, rest, _ := strings.Cut(s, ":")
+				replies[k] = rest
 			}
 		}
 		for i := 1; i <= n; i++ {

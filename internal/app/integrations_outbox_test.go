@@ -317,36 +317,14 @@ func TestIntegrationOutboxLeavesChatConversationsAlone(t *testing.T) {
 		ctx := context.Background()
 		a := testapp.Start(t, cfg())
 		bot, chatURL, _ := codeBot(t, a, ackBot)
-		var u struct{ Key string }
-		chatCall(t, "POST", chatURL+"/users", "", map[string]any{}, &u)
-		var cv struct{ Conversation struct{ ID string } }
-		chatCall(t, "POST", chatURL+"/conversations", u.Key, map[string]any{}, &cv)
+		key, convID := newChatConversation(t, chatURL)
 		for n := range 3 {
-			chatCall(t, "POST", chatURL+"/messages", u.Key,
-				map[string]any{"conversationId": cv.Conversation.ID, "payload": map[string]any{"type": "text", "text": fmt.Sprint(n)}}, nil)
+			sendChatText(t, chatURL, key, convID, fmt.Sprint(n))
 		}
-		replies := func() int {
-			ms, _, err := a.Store().Chat().ListMessages(ctx, bot.ID, cv.Conversation.ID, store.Page{Size: 100})
-			if err != nil {
-				t.Fatal(err)
-			}
-			n := 0
-			for _, m := range ms {
-				if m.UserID == bot.ID {
-					n++
-				}
-			}
-			return n
-		}
-		for deadline := time.Now().Add(20 * time.Second); replies() < 3 && time.Now().Before(deadline); {
-			time.Sleep(20 * time.Millisecond)
-		}
-		if n := replies(); n != 3 {
-			t.Fatalf("%d replies, want 3", n)
-		}
+		waitForBotText(t, a, bot.ID, convID, func(s string) bool { return s == "ack: 2" })
 		// The outbox hears of each reply after its commit: give it time.
 		time.Sleep(300 * time.Millisecond)
-		seq, err := a.Store().Integrations().DeliveredSeq(ctx, bot.ID, cv.Conversation.ID)
+		seq, err := a.Store().Integrations().DeliveredSeq(ctx, bot.ID, convID)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -18,7 +18,6 @@ import (
 	"unicode"
 
 	"github.com/parley-bots/parley/internal/app"
-	"github.com/parley-bots/parley/internal/store"
 	"github.com/parley-bots/parley/internal/testutil/testapp"
 )
 
@@ -441,36 +440,19 @@ func TestKnowledgeModelEndpoints(t *testing.T) {
 // event.kb.
 func TestKnowledgeBaseChangesReachTheNextTurn(t *testing.T) {
 	engines(t, func(t *testing.T, cfg func() app.Config) {
-		ctx := context.Background()
 		a := testapp.Start(t, cfg())
 		bot, chatURL, _ := codeBot(t, a, `bot.on.message('text', async ({ message, event, client }) => {
   const names = event.kb ? event.kb.included.map(k => k.name).join(',') : 'none'
   await client.createMessage({ conversationId: message.conversationId, payload: { type: 'text', text: message.payload.text + '=' + names } })
 })`)
 		b := newBotFiles(t, a, bot.ID)
-		var u struct{ Key string }
-		chatCall(t, "POST", chatURL+"/users", "", map[string]any{}, &u)
-		var cv struct{ Conversation struct{ ID string } }
-		chatCall(t, "POST", chatURL+"/conversations", u.Key, map[string]any{}, &cv)
+		key, convID := newChatConversation(t, chatURL)
 		ask := func(n int) string {
 			t.Helper()
-			chatCall(t, "POST", chatURL+"/messages", u.Key, map[string]any{"conversationId": cv.Conversation.ID,
-				"payload": map[string]any{"type": "text", "text": fmt.Sprint(n)}}, nil)
-			for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-				ms, _, err := a.Store().Chat().ListMessages(ctx, bot.ID, cv.Conversation.ID, store.Page{Size: 100})
-				if err != nil {
-					t.Fatal(err)
-				}
-				for _, m := range ms {
-					var p struct{ Text string }
-					json.Unmarshal(m.Payload, &p)
-					if m.UserID == bot.ID && strings.HasPrefix(p.Text, fmt.Sprint(n)+"=") {
-						return strings.TrimPrefix(p.Text, fmt.Sprint(n)+"=")
-					}
-				}
-			}
-			t.Fatalf("no reply to %d", n)
-			return ""
+			sendChatText(t, chatURL, key, convID, fmt.Sprint(n))
+			prefix := fmt.Sprint(n) + "="
+			got := waitForBotText(t, a, bot.ID, convID, func(s string) bool { return strings.HasPrefix(s, prefix) })
+			return strings.TrimPrefix(got, prefix)
 		}
 		if got := ask(1); got != "none" {
 			t.Fatalf("before any base: %q", got)

@@ -1,7 +1,6 @@
 package chat_test
 
 import (
-	"context"
 	"encoding/json"
 	"net/http"
 	"strings"
@@ -10,27 +9,7 @@ import (
 
 	"github.com/parley-bots/parley/internal/store"
 	"github.com/parley-bots/parley/internal/testutil/testbots"
-	"github.com/parley-bots/parley/internal/turns"
 )
-
-// gateBot holds every turn of a message "block" until release is closed,
-// and echoes the others.
-type gateBot struct {
-	started chan struct{}
-	release chan struct{}
-}
-
-func (b gateBot) HandleTurn(ctx context.Context, in *turns.TurnInput, out turns.BotOutput) error {
-	if in.Message != nil && strings.Contains(string(in.Message.Payload), `"block"`) {
-		b.started <- struct{}{}
-		select {
-		case <-b.release:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-	return testbots.Echo{}.HandleTurn(ctx, in, out)
-}
 
 // TestOverloadShedAtTheDoor fills the turn queue's bound (one worker, busy
 // with a turn that blocks; another conversation waiting longer than the
@@ -39,7 +18,7 @@ func (b gateBot) HandleTurn(ctx context.Context, in *turns.TurnInput, out turns.
 // second once the worker is free.
 func TestOverloadShedAtTheDoor(t *testing.T) {
 	engines(t, func(t *testing.T, db store.DB) {
-		bot := gateBot{started: make(chan struct{}, 1), release: make(chan struct{})}
+		bot := testbots.NewGate(testbots.Echo{})
 		const bound = 50 * time.Millisecond
 		e := newEnv(t, db, envOpts{bot: bot, workers: 1, maxTurnDelay: bound})
 		_, k1 := e.user("")
@@ -49,7 +28,7 @@ func TestOverloadShedAtTheDoor(t *testing.T) {
 
 		e.sendText(k1, c1, "block")
 		select { // the only worker is busy with c1
-		case <-bot.started:
+		case <-bot.Started:
 		case <-time.After(10 * time.Second):
 			t.Fatal("the blocking turn did not start")
 		}
@@ -101,7 +80,7 @@ func TestOverloadShedAtTheDoor(t *testing.T) {
 
 		// Recovery: the worker is freed, the queue drains, messages are
 		// accepted again within a second.
-		close(bot.release)
+		close(bot.Release)
 		freed := time.Now()
 		for {
 			res, _ := post(k2, c2, "again")

@@ -1,7 +1,6 @@
 package webchat_test
 
 import (
-	"context"
 	"encoding/json"
 	"net/http"
 	"strings"
@@ -15,24 +14,6 @@ import (
 	"github.com/parley-bots/parley/internal/turns"
 )
 
-// gate holds the turns of messages saying "block" until release closes.
-type gate struct {
-	started chan struct{}
-	release chan struct{}
-}
-
-func (g gate) HandleTurn(ctx context.Context, in *turns.TurnInput, out turns.BotOutput) error {
-	if in.Message != nil && strings.Contains(string(in.Message.Payload), `"block"`) {
-		g.started <- struct{}{}
-		select {
-		case <-g.release:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-	return greeter{}.HandleTurn(ctx, in, out)
-}
-
 // TestWebchatOverloadShedBeforeTheBody: with every turn worker busy and a
 // conversation waiting past the door's bound, the Webchat API's
 // createMessage answers 429 with Retry-After before it reads the body (a
@@ -40,7 +21,7 @@ func (g gate) HandleTurn(ctx context.Context, in *turns.TurnInput, out turns.Bot
 // within a second once the workers are free.
 func TestWebchatOverloadShedBeforeTheBody(t *testing.T) {
 	run := func(t *testing.T, dbURL string) {
-		g := gate{started: make(chan struct{}, 64), release: make(chan struct{})}
+		g := testbots.NewGate(greeter{})
 		cfg := testapp.Config(t, dbURL)
 		cfg.MaxTurnDelay = 50 * time.Millisecond
 		a := testapp.Start(t, cfg, app.WithBots(testbots.Resolver(g)))
@@ -79,7 +60,7 @@ func TestWebchatOverloadShedBeforeTheBody(t *testing.T) {
 		}
 		for range turns.DefaultWorkers() {
 			select {
-			case <-g.started:
+			case <-g.Started:
 			case <-time.After(10 * time.Second):
 				t.Fatal("the workers did not all start a blocking turn")
 			}
@@ -91,7 +72,7 @@ func TestWebchatOverloadShedBeforeTheBody(t *testing.T) {
 		if res := post(convs[0], text(convs[0], "shed")); res.StatusCode != 429 {
 			t.Fatalf("overloaded: status %d, want 429", res.StatusCode)
 		}
-		close(g.release)
+		close(g.Release)
 		freed := time.Now()
 		for {
 			res := post(convs[0], text(convs[0], "again"))

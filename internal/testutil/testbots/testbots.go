@@ -69,3 +69,30 @@ func textPayload(text string) json.RawMessage {
 func Resolver(bot turns.Bot) turns.Resolver {
 	return func(context.Context, string) (turns.Bot, error) { return bot, nil }
 }
+
+// Gate holds every turn of a message whose payload mentions "block"
+// until Release is closed (telling Started as each one starts), and hands
+// every turn to Then (the blocked ones once released): a way to keep the
+// turn workers busy.
+type Gate struct {
+	Started chan struct{}
+	Release chan struct{}
+	Then    turns.Bot
+}
+
+// NewGate returns a Gate in front of then.
+func NewGate(then turns.Bot) Gate {
+	return Gate{Started: make(chan struct{}, 64), Release: make(chan struct{}), Then: then}
+}
+
+func (g Gate) HandleTurn(ctx context.Context, in *turns.TurnInput, out turns.BotOutput) error {
+	if in.Message != nil && strings.Contains(string(in.Message.Payload), `"block"`) {
+		g.Started <- struct{}{}
+		select {
+		case <-g.Release:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return g.Then.HandleTurn(ctx, in, out)
+}
