@@ -16,6 +16,7 @@ import (
 	"log/slog"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/parley-bots/parley/internal/model"
@@ -68,7 +69,10 @@ type Options struct {
 	// (429, Retry-After) before anything is written.
 	MaxStreamsPerUser         int
 	MaxStreamsPerConversation int
-	Log                       *slog.Logger
+	// NoHijack keeps every stream on its request's goroutine instead of
+	// parking idle HTTP/1.1 streams in the hub (park.go).
+	NoHijack bool
+	Log      *slog.Logger
 }
 
 // Default stream caps (Options).
@@ -134,14 +138,18 @@ type Hub struct {
 	fetchQ chan topicKey
 	stop   context.CancelFunc
 	wg     sync.WaitGroup
+
+	parking parking // streams held without a goroutine (park.go)
 }
 
 // NewHub returns a hub reading replays from log. Call Start to run the
 // broker (if any) and Close on shutdown.
 func NewHub(log SignalLog, broker Broker, opts Options) *Hub {
 	opts.defaults()
-	return &Hub{opts: opts, log: log, broker: broker, topics: map[topicKey]*topic{}, users: map[topicKey]int{},
+	h := &Hub{opts: opts, log: log, broker: broker, topics: map[topicKey]*topic{}, users: map[topicKey]int{},
 		fetchQ: make(chan topicKey, 1024)}
+	h.parking.init()
+	return h
 }
 
 // Options returns the effective options.
@@ -189,6 +197,7 @@ func (h *Hub) Close() {
 	}
 	h.topics = map[topicKey]*topic{}
 	h.mu.Unlock()
+	h.closeParked()
 	if h.stop != nil {
 		h.stop()
 	}
@@ -489,7 +498,8 @@ type Subscription struct {
 	c          chan *item
 	done       chan struct{}
 	once       sync.Once
-	reason     int // set before done is closed
+	reason     int                    // set before done is closed
+	park       atomic.Pointer[parked] // set once the hub holds the stream
 }
 
 // offer queues it without blocking; false means the buffer is full.
@@ -501,6 +511,9 @@ func (s *Subscription) offer(it *item) bool {
 	}
 	select {
 	case s.c <- it:
+		if p := s.park.Load(); p != nil {
+			p.kick()
+		}
 		return true
 	default:
 		return false
@@ -511,6 +524,9 @@ func (s *Subscription) drop(reason int) {
 	s.once.Do(func() {
 		s.reason = reason
 		close(s.done)
+		if p := s.park.Load(); p != nil {
+			p.kick()
+		}
 	})
 }
 
