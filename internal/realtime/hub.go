@@ -139,7 +139,8 @@ type Hub struct {
 	stop   context.CancelFunc
 	wg     sync.WaitGroup
 
-	parking parking // streams held without a goroutine (park.go)
+	parking parking   // streams held without a goroutine (park.go)
+	wake    []*parked // fanout's batch (guarded by mu)
 }
 
 // NewHub returns a hub reading replays from log. Call Start to run the
@@ -255,6 +256,8 @@ func (h *Hub) fanout(k topicKey, sigs []*model.Signal) {
 	if t == nil {
 		return
 	}
+	// Parked streams with new work are scheduled in one batch.
+	wake := h.wake[:0]
 	for _, sig := range sigs {
 		if sig.Seq > t.high {
 			t.high = sig.Seq
@@ -266,6 +269,9 @@ func (h *Hub) fanout(k topicKey, sigs []*model.Signal) {
 				s.drop(reasonSlow)
 				continue
 			}
+			if p := s.park.Load(); p != nil && p.sched.CompareAndSwap(false, true) {
+				wake = append(wake, p)
+			}
 			if it.removed != "" && it.removed == s.userID {
 				// The stream gets the notice of its own removal, then
 				// nothing more: it leaves the topic at once.
@@ -273,6 +279,11 @@ func (h *Hub) fanout(k topicKey, sigs []*model.Signal) {
 			}
 		}
 	}
+	if len(wake) > 0 {
+		h.enqueue(wake...)
+		clear(wake)
+	}
+	h.wake = wake
 	if len(t.subs) == 0 {
 		delete(h.topics, k)
 	}
@@ -511,9 +522,6 @@ func (s *Subscription) offer(it *item) bool {
 	}
 	select {
 	case s.c <- it:
-		if p := s.park.Load(); p != nil {
-			p.kick()
-		}
 		return true
 	default:
 		return false

@@ -21,7 +21,8 @@ import (
 //
 //   - Work (a signal in the subscription, the subscription dropped, a
 //     heartbeat or keepalive due) schedules the stream on a small pool of
-//     workers (parking.enqueue), at most once at a time (parked.sched).
+//     workers (Hub.enqueue; a fan-out schedules its streams in one batch),
+//     at most once at a time (parked.sched).
 //   - A worker writes with a short deadline (fastWrite): a client that
 //     does not take the bytes at once, or a stream that must read the
 //     signal log (a hole, the keepalive), continues on a goroutine of its
@@ -227,16 +228,14 @@ func (p *parked) hasWork() bool {
 	}
 }
 
-func (h *Hub) enqueue(p *parked) {
+func (h *Hub) enqueue(ps ...*parked) {
 	pk := &h.parking
 	pk.qmu.Lock()
-	pk.q = append(pk.q, p)
-	start := pk.workers < max(4, 2*runtime.GOMAXPROCS(0))
-	if start {
-		pk.workers++
-	}
+	pk.q = append(pk.q, ps...)
+	start := min(max(4, 2*runtime.GOMAXPROCS(0))-pk.workers, len(pk.q))
+	pk.workers += max(start, 0)
 	pk.qmu.Unlock()
-	if start {
+	for range start {
 		go h.worker()
 	}
 }
@@ -378,14 +377,16 @@ func (p *parked) end(clean bool) int {
 // none is parked.
 func (h *Hub) tick() {
 	o := h.opts
+	// A short period spreads the heartbeats of streams opened together.
 	period := o.Keepalive / 8
 	if o.Heartbeat > 0 {
-		period = min(period, o.Heartbeat/8)
+		period = min(period, o.Heartbeat/20)
 	}
 	period = max(period, 5*time.Millisecond)
 	t := time.NewTicker(period)
 	defer t.Stop()
 	pk := &h.parking
+	var wake []*parked
 	for {
 		select {
 		case <-pk.life.Done():
@@ -411,11 +412,16 @@ func (h *Hub) tick() {
 					p.keep.Store(true)
 					due = true
 				}
-				if due {
-					p.kick()
+				if due && p.sched.CompareAndSwap(false, true) {
+					wake = append(wake, p)
 				}
 			}
 			pk.mu.Unlock()
+			if len(wake) > 0 {
+				h.enqueue(wake...)
+				clear(wake)
+				wake = wake[:0]
+			}
 		}
 	}
 }
