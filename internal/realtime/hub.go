@@ -183,11 +183,13 @@ func (h *Hub) Start(ctx context.Context) {
 	}()
 }
 
-// Close ends every stream (they finish cleanly) and stops the broker.
+// Close ends every stream (they finish cleanly) and stops the broker. Every
+// call returns once the parked streams ended.
 func (h *Hub) Close() {
 	h.mu.Lock()
 	if h.closed {
 		h.mu.Unlock()
+		h.closeParked()
 		return
 	}
 	h.closed = true
