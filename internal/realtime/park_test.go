@@ -158,3 +158,57 @@ func TestParkedStreams(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkFanout times one signal reaching every one of 2,000 streams of
+// a conversation (clients on raw connections in this process), parked and
+// on the request's goroutine: go test -run XXX -bench Fanout ./internal/realtime/
+func BenchmarkFanout(b *testing.B) {
+	const n = 2000
+	for _, tc := range []struct {
+		name     string
+		noHijack bool
+	}{{"parked", false}, {"goroutine per stream", true}} {
+		b.Run(tc.name, func(b *testing.B) {
+			log := &memLog{}
+			h := NewHub(log, nil, Options{FirstFrameDelay: time.Millisecond, NoHijack: tc.noHijack,
+				MaxStreamsPerUser: n, MaxStreamsPerConversation: n})
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				_ = h.Serve(w, r, StreamRequest{BotID: "b", ConversationID: "c", UserID: "u"},
+					func(context.Context) error { return nil })
+			}))
+			defer func() { h.Close(); srv.Close() }()
+			arrived := make(chan struct{}, n)
+			for range n {
+				conn, err := net.Dial("tcp", srv.Listener.Addr().String())
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer conn.Close()
+				fmt.Fprintf(conn, "GET /listen HTTP/1.1\r\nHost: x\r\n\r\n")
+				go func() {
+					buf := make([]byte, 4096)
+					for {
+						m, err := conn.Read(buf)
+						if err != nil {
+							return
+						}
+						if strings.Contains(string(buf[:m]), "fan-") {
+							arrived <- struct{}{}
+						}
+					}
+				}()
+			}
+			for h.Subscribers("b", "c") < n {
+				time.Sleep(10 * time.Millisecond)
+			}
+			time.Sleep(200 * time.Millisecond)
+			b.ResetTimer()
+			for i := range b.N {
+				h.Publish(log.append("b", "c", "message_created", fmt.Sprintf(`{"text":"fan-%d"}`, i), time.Now()))
+				for range n {
+					<-arrived
+				}
+			}
+		})
+	}
+}
