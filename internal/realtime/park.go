@@ -25,7 +25,8 @@ import (
 //     at most once at a time (parked.sched).
 //   - A worker writes with a short deadline (fastWrite): a client that
 //     does not take the bytes at once, or a stream that must read the
-//     signal log (a hole, the keepalive), continues on a goroutine of its
+//     signal log (a hole, the keepalive) or render a signal with its own
+//     Encoder (which may look things up), continues on a goroutine of its
 //     own (work(true)), with the full write deadline, until it is idle
 //     again; so a slow client never holds up the others.
 //   - One ticker per hub (tick) walks the parked streams for heartbeats
@@ -329,9 +330,12 @@ func (p *parked) step(own bool) int {
 		if it == nil {
 			break
 		}
-		if !own && st.hole(it) {
+		if !own && (st.hole(it) || st.enc != nil) {
+			// A hole is filled from the log, and an Encoder may look
+			// things up (the webchat's participant_added): not in a
+			// worker shared by every stream.
 			p.held = it
-			return stepHandoff // it reads the log
+			return stepHandoff
 		}
 		p.held = nil
 		if st.deliver(ctx, it) != nil {
