@@ -258,7 +258,7 @@ func (h *Hub) fanout(k topicKey, sigs []*model.Signal) {
 	if t == nil {
 		return
 	}
-	// Parked streams with new work are scheduled in one batch.
+	// Parked streams with new work are scheduled in batches.
 	wake := h.wake[:0]
 	for _, sig := range sigs {
 		if sig.Seq > t.high {
@@ -272,7 +272,12 @@ func (h *Hub) fanout(k topicKey, sigs []*model.Signal) {
 				continue
 			}
 			if p := s.park.Load(); p != nil && p.sched.CompareAndSwap(false, true) {
-				wake = append(wake, p)
+				if wake = append(wake, p); len(wake) == wakeBatch {
+					// The workers start while the loop goes on.
+					h.enqueue(wake...)
+					clear(wake)
+					wake = wake[:0]
+				}
 			}
 			if it.removed != "" && it.removed == s.userID {
 				// The stream gets the notice of its own removal, then
@@ -290,6 +295,9 @@ func (h *Hub) fanout(k topicKey, sigs []*model.Signal) {
 		delete(h.topics, k)
 	}
 }
+
+// wakeBatch is how many parked streams a fan-out schedules at once.
+const wakeBatch = 128
 
 // CloseConversation ends every stream of a conversation (it was deleted).
 func (h *Hub) CloseConversation(botID, conversationID string) {
