@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -23,8 +24,9 @@ import (
 //     heartbeat or keepalive due) schedules the stream on a small pool of
 //     workers (Hub.enqueue; a fan-out schedules its streams in one batch),
 //     at most once at a time (parked.sched).
-//   - A worker writes with a short deadline (fastWrite): a client that
-//     does not take the bytes at once, or a stream that must read the
+//   - A worker writes only what the socket takes at once (tryWrite: no
+//     wait, no deadline, so no timer per write; without a socket, a short
+//     deadline, fastWrite): a client that does not take the bytes at once, or a stream that must read the
 //     signal log (a hole, the keepalive) or render a signal with its own
 //     Encoder (which may look things up), continues on a goroutine of its
 //     own (work(true)), with the full write deadline, until it is idle
@@ -52,17 +54,21 @@ const (
 type connSink struct {
 	conn      net.Conn
 	timeout   time.Duration
-	buf       []byte       // the chunk being built
-	pend      []byte       // framed bytes not written yet
-	fast      bool         // run by a pool worker: writes wait at most fastWrite
-	blocked   bool         // a fast write did not finish: pend waits for the stream's goroutine
-	canFast   bool         // false for TLS: a timed-out write breaks a tls.Conn
-	lastWrite atomic.Int64 // unix ns of the last bytes written (the ticker's heartbeat)
+	buf       []byte          // the chunk being built
+	pend      []byte          // framed bytes not written yet
+	fast      bool            // run by a pool worker: writes wait at most fastWrite
+	blocked   bool            // a fast write did not finish: pend waits for the stream's goroutine
+	canFast   bool            // false for TLS: a timed-out write breaks a tls.Conn
+	raw       syscall.RawConn // the socket, for fast writes without a deadline (nil: none)
+	lastWrite atomic.Int64    // unix ns of the last bytes written (the ticker's heartbeat)
 }
 
 func newConnSink(conn net.Conn, timeout time.Duration) *connSink {
 	_, isTLS := conn.(*tls.Conn)
 	s := &connSink{conn: conn, timeout: timeout, canFast: !isTLS}
+	if !isTLS {
+		s.raw = rawConnOf(conn)
+	}
 	s.lastWrite.Store(time.Now().UnixNano())
 	return s
 }
@@ -99,6 +105,23 @@ func (s *connSink) push() error {
 			s.blocked = true
 			return nil
 		}
+		if s.raw != nil {
+			// What the socket takes now; the rest waits for the
+			// stream's goroutine.
+			n, err := tryWrite(s.raw, s.pend)
+			if n > 0 {
+				s.lastWrite.Store(time.Now().UnixNano())
+			}
+			if err != nil {
+				return err
+			}
+			if s.pend = s.pend[n:]; len(s.pend) > 0 {
+				s.blocked = true
+			} else {
+				s.pend = nil
+			}
+			return nil
+		}
 		d = fastWrite
 	}
 	now := time.Now()
@@ -118,6 +141,11 @@ func (s *connSink) push() error {
 		return err
 	}
 	s.pend = nil
+	if !s.fast && s.raw != nil {
+		// A deadline left behind would fail the next fast write once
+		// it passed.
+		return s.conn.SetWriteDeadline(time.Time{})
+	}
 	return nil
 }
 

@@ -14,6 +14,17 @@ import (
 	"time"
 )
 
+// plainListener hides its connections' SyscallConn.
+type plainListener struct{ net.Listener }
+
+func (l plainListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return struct{ net.Conn }{c}, nil
+}
+
 // rawStream is a listen request on a bare TCP connection: it holds no
 // goroutine on the client side until it is read.
 type rawStream struct {
@@ -82,20 +93,26 @@ func TestParkedStreams(t *testing.T) {
 	for _, tc := range []struct {
 		name          string
 		noHijack      bool
-		maxGoroutines int // more goroutines than before the streams, at most
-		minGoroutines int // and at least
+		plain         bool // connections without SyscallConn: fast writes with a deadline
+		maxGoroutines int  // more goroutines than before the streams, at most
+		minGoroutines int  // and at least
 	}{
 		{name: "parked", maxGoroutines: 3},
+		{name: "parked, deadline writes", plain: true, maxGoroutines: 3},
 		{name: "goroutine per stream", noHijack: true, minGoroutines: 2 * n},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			log := &memLog{}
 			h := NewHub(log, nil, Options{FirstFrameDelay: time.Millisecond, Heartbeat: 200 * time.Millisecond,
 				Keepalive: time.Minute, NoHijack: tc.noHijack, MaxStreamsPerUser: 2 * n})
-			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				_ = h.Serve(w, r, StreamRequest{BotID: "b", ConversationID: "c", UserID: "u"},
 					func(context.Context) error { return nil })
 			}))
+			if tc.plain {
+				srv.Listener = plainListener{srv.Listener}
+			}
+			srv.Start()
 			defer func() { h.Close(); srv.Close() }()
 			addr := srv.Listener.Addr().String()
 			time.Sleep(50 * time.Millisecond)
