@@ -16,6 +16,7 @@ import (
 	"log/slog"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/parley-bots/parley/internal/model"
@@ -68,7 +69,10 @@ type Options struct {
 	// (429, Retry-After) before anything is written.
 	MaxStreamsPerUser         int
 	MaxStreamsPerConversation int
-	Log                       *slog.Logger
+	// NoHijack keeps every stream on its request's goroutine instead of
+	// parking idle HTTP/1.1 streams in the hub (park.go).
+	NoHijack bool
+	Log      *slog.Logger
 }
 
 // Default stream caps (Options).
@@ -134,14 +138,19 @@ type Hub struct {
 	fetchQ chan topicKey
 	stop   context.CancelFunc
 	wg     sync.WaitGroup
+
+	parking parking   // streams held without a goroutine (park.go)
+	wake    []*parked // fanout's batch (guarded by mu)
 }
 
 // NewHub returns a hub reading replays from log. Call Start to run the
 // broker (if any) and Close on shutdown.
 func NewHub(log SignalLog, broker Broker, opts Options) *Hub {
 	opts.defaults()
-	return &Hub{opts: opts, log: log, broker: broker, topics: map[topicKey]*topic{}, users: map[topicKey]int{},
+	h := &Hub{opts: opts, log: log, broker: broker, topics: map[topicKey]*topic{}, users: map[topicKey]int{},
 		fetchQ: make(chan topicKey, 1024)}
+	h.parking.init()
+	return h
 }
 
 // Options returns the effective options.
@@ -174,11 +183,13 @@ func (h *Hub) Start(ctx context.Context) {
 	}()
 }
 
-// Close ends every stream (they finish cleanly) and stops the broker.
+// Close ends every stream (they finish cleanly) and stops the broker. Every
+// call returns once the parked streams ended.
 func (h *Hub) Close() {
 	h.mu.Lock()
 	if h.closed {
 		h.mu.Unlock()
+		h.closeParked()
 		return
 	}
 	h.closed = true
@@ -189,6 +200,7 @@ func (h *Hub) Close() {
 	}
 	h.topics = map[topicKey]*topic{}
 	h.mu.Unlock()
+	h.closeParked()
 	if h.stop != nil {
 		h.stop()
 	}
@@ -246,6 +258,8 @@ func (h *Hub) fanout(k topicKey, sigs []*model.Signal) {
 	if t == nil {
 		return
 	}
+	// Parked streams with new work are scheduled in batches.
+	wake := h.wake[:0]
 	for _, sig := range sigs {
 		if sig.Seq > t.high {
 			t.high = sig.Seq
@@ -257,6 +271,14 @@ func (h *Hub) fanout(k topicKey, sigs []*model.Signal) {
 				s.drop(reasonSlow)
 				continue
 			}
+			if p := s.park.Load(); p != nil && p.sched.CompareAndSwap(false, true) {
+				if wake = append(wake, p); len(wake) == wakeBatch {
+					// The workers start while the loop goes on.
+					h.enqueue(wake...)
+					clear(wake)
+					wake = wake[:0]
+				}
+			}
 			if it.removed != "" && it.removed == s.userID {
 				// The stream gets the notice of its own removal, then
 				// nothing more: it leaves the topic at once.
@@ -264,10 +286,18 @@ func (h *Hub) fanout(k topicKey, sigs []*model.Signal) {
 			}
 		}
 	}
+	if len(wake) > 0 {
+		h.enqueue(wake...)
+		clear(wake)
+	}
+	h.wake = wake
 	if len(t.subs) == 0 {
 		delete(h.topics, k)
 	}
 }
+
+// wakeBatch is how many parked streams a fan-out schedules at once.
+const wakeBatch = 128
 
 // CloseConversation ends every stream of a conversation (it was deleted).
 func (h *Hub) CloseConversation(botID, conversationID string) {
@@ -489,7 +519,8 @@ type Subscription struct {
 	c          chan *item
 	done       chan struct{}
 	once       sync.Once
-	reason     int // set before done is closed
+	reason     int                    // set before done is closed
+	park       atomic.Pointer[parked] // set once the hub holds the stream
 }
 
 // offer queues it without blocking; false means the buffer is full.
@@ -511,6 +542,9 @@ func (s *Subscription) drop(reason int) {
 	s.once.Do(func() {
 		s.reason = reason
 		close(s.done)
+		if p := s.park.Load(); p != nil {
+			p.kick()
+		}
 	})
 }
 

@@ -79,22 +79,36 @@ const replayPage = 256
 // authorize (or any error returned before streaming began) is returned
 // with nothing written, for the caller to answer with a 4xx; once streaming
 // began Serve returns nil.
+//
+// On HTTP/1.1 the connection is hijacked once the headers are written
+// (park.go): after the first frames (preamble, gate, catch-up) the stream
+// is parked in the hub, which holds its connection with no goroutine and
+// no buffer, and Serve returns while the stream goes on. Elsewhere
+// (HTTP/2, a ResponseWriter that cannot hijack, Options.NoHijack) Serve's
+// goroutine runs the stream until it ends.
 func (h *Hub) Serve(w http.ResponseWriter, r *http.Request, req StreamRequest, authorize func(context.Context) error) error {
 	ctx := r.Context()
 	sub, err := h.subscribe(req)
 	if err != nil {
 		return err
 	}
-	defer sub.Close()
+	parked := false
+	defer func() {
+		if !parked {
+			sub.Close()
+		}
+	}()
 	if err := authorize(ctx); err != nil {
 		return err
 	}
 
-	st := &stream{hub: h, w: w, rc: http.NewResponseController(w), req: req, enc: req.Encoder, sub: sub, cursor: -1}
+	rc := http.NewResponseController(w)
+	st := &stream{hub: h, req: req, enc: req.Encoder, sub: sub, cursor: -1,
+		out: &httpSink{w: w, rc: rc, timeout: h.opts.WriteTimeout}}
 	// A stream is long-lived: the server's read timeout (which bounds
 	// reading a request, issue 12) does not apply to it. Its own rules are
 	// the write deadline of every frame, the keepalive and the caps.
-	if err := st.rc.SetReadDeadline(time.Time{}); err != nil && err != http.ErrNotSupported {
+	if err := rc.SetReadDeadline(time.Time{}); err != nil && err != http.ErrNotSupported {
 		return err
 	}
 	if n, err := strconv.ParseInt(strings.TrimSpace(req.LastEventID), 10, 64); err == nil && n >= 0 {
@@ -111,70 +125,116 @@ func (h *Hub) Serve(w http.ResponseWriter, r *http.Request, req StreamRequest, a
 	hd.Set("Cache-Control", "no-cache")
 	hd.Set("X-Accel-Buffering", "no")
 	hd.Del("Content-Length")
+	hijack := !h.opts.NoHijack && r.ProtoMajor == 1 && r.ProtoMinor >= 1 && r.Method != http.MethodHead
+	if hijack {
+		// The hub closes a parked stream's connection when it ends.
+		hd.Set("Connection", "close")
+	}
 	w.WriteHeader(http.StatusOK)
+	if hijack {
+		// Hijack sends the headers (chunked transfer encoding, as
+		// net/http chose for an HTTP/1.1 response of unknown length);
+		// the body's chunks are framed by connSink from here on.
+		switch conn, _, err := rc.Hijack(); {
+		case err == nil:
+			st.out = newConnSink(conn, h.opts.WriteTimeout)
+		case err != http.ErrNotSupported:
+			return nil
+		}
+	}
 	// Headers alone, no body bytes: the Node client loses frames that
 	// arrive in the same read as the headers.
 	if err := st.flush(); err != nil {
+		st.out.close(false)
 		return nil
 	}
 	if req.Preamble != nil {
 		if err := st.writeRaw(req.Preamble); err != nil || st.flush() != nil {
+			st.out.close(false)
 			return nil
 		}
 	}
-	st.run(ctx)
+	if st.start(ctx) {
+		if cs, ok := st.out.(*connSink); ok {
+			// From here the hub owns the stream and its connection.
+			parked = true
+			h.park(st, cs, context.WithoutCancel(ctx))
+			return nil
+		}
+		st.loop(ctx)
+	}
+	st.out.close(st.werr == nil)
+	st.logEnd(ctx.Err())
+	return nil
+}
+
+func (st *stream) logEnd(ctxErr error) {
 	reason := -1
 	select {
-	case <-sub.done:
-		reason = sub.reason
+	case <-st.sub.done:
+		reason = st.sub.reason
 	default:
 	}
-	h.opts.Log.Debug("realtime: stream ended", "bot", req.BotID, "conversation", req.ConversationID,
-		"ctx", ctx.Err(), "dropped", reason, "cursor", st.cursor, "write_err", st.werr)
-	return nil
+	st.hub.opts.Log.Debug("realtime: stream ended", "bot", st.req.BotID, "conversation", st.req.ConversationID,
+		"ctx", ctxErr, "dropped", reason, "cursor", st.cursor, "write_err", st.werr)
 }
 
 type stream struct {
 	hub       *Hub
-	w         http.ResponseWriter
-	rc        *http.ResponseController
+	out       sink
 	req       StreamRequest
 	enc       Encoder // nil: the Chat API's frames, rendered once per signal
 	sub       *Subscription
 	cursor    int64     // last seq written (or the replay start); -1 = unknown
 	ended     bool      // the stream announced its own participant's removal
-	dirty     bool      // written since the last flush
 	werr      error     // the write that ended the stream
-	lastWrite time.Time // for the heartbeat
+	lastWrite time.Time // for the heartbeat (loop)
 }
 
-func (st *stream) run(ctx context.Context) {
+// sink is where a stream's bytes go: the ResponseWriter, or the hijacked
+// connection (connSink).
+type sink interface {
+	// write queues b (it may write it, with the write deadline).
+	write(b []byte) error
+	// flush sends what was queued.
+	flush() error
+	// close ends the response; clean when nothing failed.
+	close(clean bool)
+}
+
+// start holds the first frame (Options.FirstFrameDelay), waits for the
+// gate, catches up from the cursor and flushes; false means the stream
+// ended.
+func (st *stream) start(ctx context.Context) bool {
 	o := st.hub.opts
 	hold := time.NewTimer(o.FirstFrameDelay)
 	select {
 	case <-hold.C:
 	case <-ctx.Done():
 		hold.Stop()
-		return
+		return false
 	case <-st.sub.done:
 		hold.Stop()
-		return
+		return false
 	}
 	if st.req.Gate != nil {
 		select {
 		case <-st.req.Gate:
 		case <-ctx.Done():
-			return
+			return false
 		case <-st.sub.done:
-			return
+			return false
 		}
 	}
 	if st.cursor >= 0 && st.catchUp(ctx) != nil {
-		return
+		return false
 	}
-	if st.ended || st.flush() != nil {
-		return
-	}
+	return !st.ended && st.flush() == nil
+}
+
+// loop runs an unparked stream in the goroutine of its request.
+func (st *stream) loop(ctx context.Context) {
+	o := st.hub.opts
 	keep := time.NewTimer(o.Keepalive)
 	defer keep.Stop()
 	// The heartbeat ticks twice per interval and writes when nothing was
@@ -218,22 +278,28 @@ func (st *stream) run(ctx context.Context) {
 			}
 			keep.Reset(o.Keepalive)
 		case <-keep.C:
-			// Safety net for a missed cross-node wake-up: look at the log
-			// before saying we are idle.
-			if st.cursor >= 0 && st.catchUp(ctx) != nil {
-				return
-			}
-			if !st.ended {
-				if st.writePing() != nil {
-					return
-				}
-			}
-			if st.ended || st.flush() != nil {
+			if st.keepalive(ctx) != nil || st.ended {
 				return
 			}
 			keep.Reset(o.Keepalive)
 		}
 	}
+}
+
+// keepalive is the idle stream's safety net for a missed cross-node
+// wake-up: it looks at the log before saying it is idle with a ping.
+func (st *stream) keepalive(ctx context.Context) error {
+	if st.cursor >= 0 {
+		if err := st.catchUp(ctx); err != nil {
+			return err
+		}
+	}
+	if !st.ended {
+		if err := st.writePing(); err != nil {
+			return err
+		}
+	}
+	return st.flush()
 }
 
 // deliver writes a live signal, first filling any hole before it from the
@@ -254,6 +320,11 @@ func (st *stream) deliver(ctx context.Context, it *item) error {
 		}
 	}
 	return st.write(ctx, it)
+}
+
+// hole reports whether delivering it needs a read of the log first.
+func (st *stream) hole(it *item) bool {
+	return st.cursor >= 0 && it.seq > st.cursor+1
 }
 
 // catchUp writes every logged signal after the cursor.
@@ -318,13 +389,9 @@ func (st *stream) writePing() error {
 	return st.writeRaw(enc.Ping(st.cursor))
 }
 
-// writeRaw writes bytes with the write deadline.
 func (st *stream) writeRaw(b []byte) error {
-	if err := st.rc.SetWriteDeadline(time.Now().Add(st.hub.opts.WriteTimeout)); err != nil && err != http.ErrNotSupported {
-		return err
-	}
-	_, err := st.w.Write(b)
-	st.dirty, st.lastWrite = true, time.Now()
+	err := st.out.write(b)
+	st.lastWrite = time.Now()
 	if err != nil {
 		st.werr = err
 	}
@@ -332,89 +399,39 @@ func (st *stream) writeRaw(b []byte) error {
 }
 
 func (st *stream) flush() error {
-	st.dirty = false
-	if err := st.rc.SetWriteDeadline(time.Now().Add(st.hub.opts.WriteTimeout)); err != nil && err != http.ErrNotSupported {
+	err := st.out.flush()
+	if err != nil && st.werr == nil {
+		st.werr = err
+	}
+	return err
+}
+
+// httpSink writes to the ResponseWriter, each write and flush with the
+// write deadline.
+type httpSink struct {
+	w       http.ResponseWriter
+	rc      *http.ResponseController
+	timeout time.Duration
+}
+
+func (s *httpSink) write(b []byte) error {
+	if err := s.rc.SetWriteDeadline(time.Now().Add(s.timeout)); err != nil && err != http.ErrNotSupported {
 		return err
 	}
-	err := st.rc.Flush()
+	_, err := s.w.Write(b)
+	return err
+}
+
+func (s *httpSink) flush() error {
+	if err := s.rc.SetWriteDeadline(time.Now().Add(s.timeout)); err != nil && err != http.ErrNotSupported {
+		return err
+	}
+	err := s.rc.Flush()
 	if err == http.ErrNotSupported {
 		return nil
 	}
 	return err
 }
 
-// windowStart finds where a fresh stream starts: just before the first
-// signal of the last ReplayWindow, so a signal published a moment before
-// the stream registered still reaches it. It only uses SignalsAfter, so
-// it first finds the newest seq by doubling then bisecting.
-func (h *Hub) windowStart(ctx context.Context, botID, convID string) (int64, error) {
-	cutoff := time.Now().Add(-h.opts.ReplayWindow)
-	const chunk = 64
-	// first returns the first signal after x, or 0 when there is none.
-	first := func(x int64) (int64, error) {
-		sigs, err := h.log.SignalsAfter(ctx, botID, convID, x, 1)
-		if err != nil || len(sigs) == 0 {
-			return 0, err
-		}
-		return sigs[0].Seq, nil
-	}
-	sigs, err := h.log.SignalsAfter(ctx, botID, convID, 0, chunk)
-	if err != nil {
-		return 0, err
-	}
-	var newest int64
-	if len(sigs) < chunk {
-		return recentStart(sigs, cutoff, 0), nil
-	}
-	// Find the newest seq: double until nothing follows, then bisect.
-	lo := sigs[len(sigs)-1].Seq // a seq that exists
-	hi := lo * 2
-	for {
-		s, err := first(hi)
-		if err != nil {
-			return 0, err
-		}
-		if s == 0 {
-			break
-		}
-		lo, hi = s, s*2
-	}
-	for hi-lo > 1 { // invariant: lo exists, nothing after hi
-		mid := lo + (hi-lo)/2
-		s, err := first(mid)
-		if err != nil {
-			return 0, err
-		}
-		if s == 0 {
-			hi = mid
-		} else {
-			lo = s
-		}
-	}
-	newest = lo
-	// Walk back chunk by chunk while the whole chunk is recent.
-	for back := int64(chunk); ; back *= 2 {
-		from := max(newest-back, 0)
-		sigs, err := h.log.SignalsAfter(ctx, botID, convID, from, int(newest-from))
-		if err != nil {
-			return 0, err
-		}
-		if from == 0 || back >= 4096 || len(sigs) == 0 || sigs[0].CreatedAt.Before(cutoff) {
-			return recentStart(sigs, cutoff, from), nil
-		}
-	}
-}
-
-// recentStart returns the seq just before the first signal of sigs created
-// at or after cutoff; base when sigs is empty and every one is recent.
-func recentStart(sigs []*model.Signal, cutoff time.Time, base int64) int64 {
-	for _, s := range sigs {
-		if !s.CreatedAt.Before(cutoff) {
-			return s.Seq - 1
-		}
-	}
-	if len(sigs) > 0 {
-		return sigs[len(sigs)-1].Seq
-	}
-	return base
-}
+// close does nothing: net/http ends the response when Serve returns.
+func (s *httpSink) close(bool) {}

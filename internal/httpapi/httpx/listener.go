@@ -1,8 +1,10 @@
 package httpx
 
 import (
+	"errors"
 	"net"
 	"sync"
+	"syscall"
 )
 
 // LimitListener accepts at most n connections at once (n <= 0: no limit);
@@ -53,4 +55,13 @@ func (c *limitConn) Close() error {
 	err := c.Conn.Close()
 	c.once.Do(c.release)
 	return err
+}
+
+// SyscallConn reaches the connection's socket (realtime's parked streams
+// write to it without waiting).
+func (c *limitConn) SyscallConn() (syscall.RawConn, error) {
+	if sc, ok := c.Conn.(syscall.Conn); ok {
+		return sc.SyscallConn()
+	}
+	return nil, errors.ErrUnsupported
 }
