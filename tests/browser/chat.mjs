@@ -44,10 +44,19 @@ await run('chat page', async (browser) => {
   await shot(page, 'chat-page.png')
 
   step('thumbs up on a bot message')
+  // The component may send more than one feedback request for a click;
+  // all must be answered before the reload, which would abort them.
+  let feedbackPending = 0
+  page.on('request', (r) => { if (r.url().includes('/feedback')) feedbackPending++ })
+  const settled = (r) => { if (r.url().includes('/feedback')) feedbackPending-- }
+  page.on('requestfinished', settled)
+  page.on('requestfailed', settled)
   const fb = page.waitForResponse((r) => r.url().includes('/feedback') && r.request().method() === 'PUT', { timeout: T })
   await page.locator('svg.lucide-thumbs-up').last().click()
   const fbRes = await fb
   if (fbRes.status() !== 200) throw new Error(`feedback answered ${fbRes.status()}`)
+  await page.waitForTimeout(300)
+  for (const until = Date.now() + T; feedbackPending > 0 && Date.now() < until; ) await page.waitForTimeout(50)
 
   step('reload: the history is still there, and no second welcome')
   const stored = await page.evaluate((id) => localStorage.getItem(`bp-webchat-${id}-client`), CLIENT_ID)
