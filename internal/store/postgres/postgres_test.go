@@ -93,3 +93,5 @@ func TestSearchPath(t *testing.T) {
 		t.Fatalf("tables created in %q", schema)
 	}
 }
+
+func BenchmarkTurnRead(b *testing.B) { storetest.BenchTurnRead(b, testdb.Postgres(b)) }

@@ -88,3 +88,5 @@ func TestSyncMode(t *testing.T) {
 		}
 	}
 }
+
+func BenchmarkTurnRead(b *testing.B) { storetest.BenchTurnRead(b, testdb.SQLite(b)) }

@@ -530,8 +530,8 @@ func (r chat) PendingTurnInputs(ctx context.Context, botID, conversationID strin
 		LEFT JOIN events e ON t.kind = ? AND e.bot_id = t.bot_id AND e.id = t.ref_id
 		LEFT JOIN handoffs h ON h.bot_id = t.bot_id AND h.conversation_id = t.conversation_id
 		`+turnStartJoins+`
-		WHERE t.bot_id = ? AND t.conversation_id = ? ORDER BY t.seq LIMIT ?`,
-		model.TurnMessage, model.TurnEvent, store.ScopeUser, store.ScopeConversation, store.ScopeBot, botID, conversationID, limit)
+		WHERE t.bot_id = ? AND t.conversation_id = ? ORDER BY t.seq `+limitLiteral(limit),
+		model.TurnMessage, model.TurnEvent, store.ScopeUser, store.ScopeConversation, store.ScopeBot, botID, conversationID)
 }
 
 // PendingConversations lists conversations with turns, oldest waiting first.
@@ -560,8 +560,8 @@ func (r chat) UnleasedPendingConversations(ctx context.Context, leasePrefix stri
 	}, `SELECT t.bot_id, t.conversation_id, MIN(t.created_at) AS oldest FROM turns t
 		LEFT JOIN leases l ON l.name = CAST(? AS TEXT) || t.bot_id || ':' || t.conversation_id
 		WHERE l.name IS NULL OR l.expires_at <= ?
-		GROUP BY t.bot_id, t.conversation_id ORDER BY oldest, t.bot_id, t.conversation_id LIMIT ?`,
-		leasePrefix, time.Now().UnixMilli(), limit)
+		GROUP BY t.bot_id, t.conversation_id ORDER BY oldest, t.bot_id, t.conversation_id `+limitLiteral(limit),
+		leasePrefix, time.Now().UnixMilli())
 }
 
 // CompleteTurn is idempotent: completing a turn twice (say, after a

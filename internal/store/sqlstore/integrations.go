@@ -223,5 +223,5 @@ func (r integrations) Undelivered(ctx context.Context, limit int) ([]model.Conve
 		JOIN bot_integrations bi ON bi.bot_id = c.bot_id AND bi.name = c.integration AND bi.integration_id <> ''
 		LEFT JOIN integration_deliveries d ON d.bot_id = c.bot_id AND d.conversation_id = c.id
 		WHERE c.last_seq > COALESCE(d.delivered_seq, 0)
-		ORDER BY c.bot_id, c.id LIMIT ?`, limit)
+		ORDER BY c.bot_id, c.id `+limitLiteral(limit))
 }

@@ -1,0 +1,42 @@
+package storetest
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/parley-bots/parley/internal/model"
+	"github.com/parley-bots/parley/internal/store"
+)
+
+// BenchTurnRead measures the dispatcher's read of a conversation's
+// pending turn with everything its run needs (PendingTurnInputs: the turn,
+// its message, the handoff, the user, the conversation and three states),
+// the read every message's turn starts with.
+func BenchTurnRead(b *testing.B, db store.DB) {
+	ctx := b.Context()
+	must := func(err error) {
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	a := &model.Account{Email: "bench@example.com"}
+	must(db.Accounts().Create(ctx, a))
+	w := &model.Workspace{Name: "bench", OwnerID: a.ID, CreatedAt: at(0)}
+	must(db.Workspaces().Create(ctx, w))
+	bot := &model.Bot{WorkspaceID: w.ID, Name: "bench", Type: model.DefaultBotType, CreatedAt: at(0), UpdatedAt: at(0)}
+	must(db.Bots().Create(ctx, bot))
+	chat := db.Chat()
+	must(chat.CreateUser(ctx, &model.ChatUser{BotID: bot.ID, ID: "u", Name: "user"}))
+	must(chat.CreateConversation(ctx, &model.Conversation{BotID: bot.ID, ID: "c", OwnerID: "u", CreatedAt: at(0)}))
+	m := &model.Message{BotID: bot.ID, ConversationID: "c", UserID: "u", Payload: json.RawMessage(`{"type":"text","text":"hi"}`),
+		Direction: model.DirectionIncoming, CreatedAt: at(1)}
+	must(chat.CreateMessage(ctx, m))
+	must(chat.EnqueueTurn(ctx, &model.Turn{BotID: bot.ID, ConversationID: "c", Kind: model.TurnMessage, RefID: m.ID, UserID: "u", CreatedAt: at(2)}))
+	b.ResetTimer()
+	for b.Loop() {
+		got, err := chat.PendingTurnInputs(ctx, bot.ID, "c", 50)
+		if err != nil || len(got) != 1 || got[0].Message == nil || got[0].Start == nil {
+			b.Fatalf("PendingTurnInputs = %v, %v", got, err)
+		}
+	}
+}
