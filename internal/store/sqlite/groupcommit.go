@@ -144,6 +144,7 @@ func (g *groupCommitter) commit(batch []*queued) {
 		}
 		return nil
 	})
+	g.db.ckpt.wrote()
 	if err != nil && len(live) > 1 {
 		// Find the culprit(s): each write alone.
 		for i, q := range live {

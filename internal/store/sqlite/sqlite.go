@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -63,6 +64,9 @@ func OpenWith(ctx context.Context, path string, o Options) (store.DB, error) {
 		q.Set("_synchronous", "FULL")
 	}
 	q.Set("_txlock", "immediate")
+	// The background checkpointer (checkpoint.go) does the usual work;
+	// SQLite's own checkpoint is the backstop.
+	q.Add("_pragma", "wal_autocheckpoint("+strconv.Itoa(autocheckpointBackstop)+")")
 	db, err := sql.Open("sqlite", path+"?"+q.Encode())
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: %w", err)
@@ -91,7 +95,7 @@ func OpenWith(ctx context.Context, path string, o Options) (store.DB, error) {
 		db.Close()
 		return nil, fmt.Errorf("sqlite: migrate: %w", err)
 	}
-	return &DB{s}, nil
+	return &DB{DB: s, ckpt: startCheckpointer(db, checkpointInterval)}, nil
 }
 
 // DefaultMaxConns is the default cap of the SQLite pool.
@@ -100,6 +104,13 @@ const DefaultMaxConns = 64
 // DB is the shared SQL store on SQLite, with group commit (groupcommit.go).
 type DB struct {
 	*sqlstore.DB
+	ckpt *checkpointer
+}
+
+// Close stops the checkpointer, then closes the database.
+func (db *DB) Close() error {
+	db.ckpt.close()
+	return db.DB.Close()
 }
 
 func classify(err error) sqlstore.Violation {

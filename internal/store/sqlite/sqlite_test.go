@@ -2,9 +2,13 @@ package sqlite_test
 
 import (
 	"context"
+	"fmt"
+	"os"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/parley-bots/parley/internal/model"
 	"github.com/parley-bots/parley/internal/store"
 	"github.com/parley-bots/parley/internal/store/sqlite"
 	"github.com/parley-bots/parley/internal/store/sqlstore"
@@ -90,3 +94,47 @@ func TestSyncMode(t *testing.T) {
 }
 
 func BenchmarkTurnRead(b *testing.B) { storetest.BenchTurnRead(b, testdb.SQLite(b)) }
+
+// TestBackgroundCheckpoint checks that group-committed writes reach the
+// database file without anyone asking for a checkpoint, well below
+// SQLite's own threshold: the pages are in the WAL at commit, and the
+// file grows only when the checkpointer copies them back.
+func TestBackgroundCheckpoint(t *testing.T) {
+	ctx := context.Background()
+	path := testdb.SQLitePath(t)
+	db, err := sqlite.Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	size := func() int64 {
+		fi, err := os.Stat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fi.Size()
+	}
+	// A checkpoint now, so that the file holds the schema and what
+	// follows is only in the WAL.
+	if _, err := db.(*sqlite.DB).SQL().ExecContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)"); err != nil {
+		t.Fatal(err)
+	}
+	before := size()
+	c := db.NewCommitter(nil)
+	name := strings.Repeat("n", 2000)
+	for i := range 200 { // ~400 KB: ~100 pages, far below the backstop
+		err := c.Commit(ctx, &store.Write{Apply: func(ctx context.Context, tx store.Store) error {
+			return tx.Accounts().Create(ctx, &model.Account{Email: fmt.Sprintf("a%d@example.com", i), DisplayName: name})
+		}})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for size() < before+200*2000 {
+		if time.Now().After(deadline) {
+			t.Fatalf("database file %d bytes, %d before the writes: the WAL was not checkpointed", size(), before)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
