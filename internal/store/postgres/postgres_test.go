@@ -95,3 +95,5 @@ func TestSearchPath(t *testing.T) {
 }
 
 func BenchmarkTurnRead(b *testing.B) { storetest.BenchTurnRead(b, testdb.Postgres(b)) }
+
+func BenchmarkTurnStart(b *testing.B) { storetest.BenchTurnStart(b, testdb.Postgres(b)) }

@@ -95,6 +95,8 @@ func TestSyncMode(t *testing.T) {
 
 func BenchmarkTurnRead(b *testing.B) { storetest.BenchTurnRead(b, testdb.SQLite(b)) }
 
+func BenchmarkTurnStart(b *testing.B) { storetest.BenchTurnStart(b, testdb.SQLite(b)) }
+
 // TestBackgroundCheckpoint checks that group-committed writes reach the
 // database file without anyone asking for a checkpoint, well below
 // SQLite's own threshold: the pages are in the WAL at commit, and the

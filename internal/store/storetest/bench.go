@@ -40,3 +40,39 @@ func BenchTurnRead(b *testing.B, db store.DB) {
 		}
 	}
 }
+
+// BenchTurnStart measures States.GetTurn, the read a turn after the first
+// of its batch starts with (its user, conversation and three states),
+// alternating two conversations as a busy dispatcher does.
+func BenchTurnStart(b *testing.B, db store.DB) {
+	ctx := b.Context()
+	must := func(err error) {
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	a := &model.Account{Email: "bench@example.com"}
+	must(db.Accounts().Create(ctx, a))
+	w := &model.Workspace{Name: "bench", OwnerID: a.ID, CreatedAt: at(0)}
+	must(db.Workspaces().Create(ctx, w))
+	bot := &model.Bot{WorkspaceID: w.ID, Name: "bench", Type: model.DefaultBotType, CreatedAt: at(0), UpdatedAt: at(0)}
+	must(db.Bots().Create(ctx, bot))
+	chat := db.Chat()
+	for _, id := range []string{"a", "b"} {
+		must(chat.CreateUser(ctx, &model.ChatUser{BotID: bot.ID, ID: id, Name: "user"}))
+		must(chat.CreateConversation(ctx, &model.Conversation{BotID: bot.ID, ID: id, OwnerID: id, CreatedAt: at(0)}))
+		must(db.States().Put(ctx, bot.ID, store.ScopeUser, id, json.RawMessage(`{"n":1}`)))
+		must(db.States().Put(ctx, bot.ID, store.ScopeConversation, id, json.RawMessage(`{"n":2}`)))
+	}
+	ids := []string{"a", "b"}
+	i := 0
+	b.ResetTimer()
+	for b.Loop() {
+		id := ids[i%2]
+		i++
+		got, err := db.States().GetTurn(ctx, bot.ID, id, id)
+		if err != nil || got.User == nil || got.Conversation == nil || got.UserState == nil || got.ConvState == nil {
+			b.Fatalf("GetTurn = %+v, %v", got, err)
+		}
+	}
+}
