@@ -217,12 +217,20 @@ func runEngine(o options, engine, dir string) (map[string]float64, error) {
 			p.stop()
 		}
 	}()
+	env := slices.Clone(o.env)
+	if engine == "postgres" {
+		pool, err := pgPoolEnv(o.pgURL, len(o.bins))
+		if err != nil {
+			return nil, err
+		}
+		env = append(pool, env...) // -env may still set it
+	}
 	for _, b := range o.bins {
 		prof := "-"
 		if b.bin == "" && o.cpuprofile != "" && b.label == o.bins[0].label {
 			prof = o.cpuprofile + "." + engine
 		}
-		t, err := startParley(b, engine, o.pgURL, dir, append(slices.Clone(o.env), b.env...), prof)
+		t, err := startParley(b, engine, o.pgURL, dir, append(slices.Clone(env), b.env...), prof)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", b.label, err)
 		}

@@ -8,8 +8,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/parley-bots/parley/internal/store/postgres"
+	"github.com/parley-bots/parley/internal/testutil/testdb"
 )
 
 // TestMain lets the test binary be its own child servers, as the command
@@ -214,6 +220,55 @@ func TestParseFlags(t *testing.T) {
 		}
 		if err != nil || len(o.bins) != tc.bins {
 			t.Errorf("%v: %d targets, %v; want %d", tc.args, len(o.bins), err, tc.bins)
+		}
+	}
+}
+
+// TestPGPoolEnv checks the pool cap given to the Parley servers of a
+// PostgreSQL run: none while their default pools fit in max_connections,
+// an even share of it when they do not, an error when a share is too
+// small to run a server.
+func TestPGPoolEnv(t *testing.T) {
+	url := os.Getenv("PARLEY_TEST_DATABASE_URL")
+	if url == "" {
+		url = testdb.DefaultPostgresURL
+	}
+	conn, err := pgx.Connect(t.Context(), url)
+	if err != nil {
+		if os.Getenv("PARLEY_TEST_REQUIRE_POSTGRES") == "1" {
+			t.Fatal(err)
+		}
+		t.Skipf("no PostgreSQL: %v", err)
+	}
+	var maxConns int
+	err = conn.QueryRow(t.Context(), "SELECT current_setting('max_connections')::int").Scan(&maxConns)
+	conn.Close(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	fits := (maxConns - 10) / postgres.DefaultMaxConns
+	for _, tc := range []struct {
+		servers int
+		want    string // "" no cap; "error"
+	}{
+		{1, ""},
+		{fits, ""},
+		{fits + 1, "PARLEY_DB_MAX_CONNECTIONS=" + strconv.Itoa((maxConns-10)/(fits+1))},
+		{maxConns, "error"},
+	} {
+		if tc.servers < 1 {
+			continue
+		}
+		got, err := pgPoolEnv(url, tc.servers)
+		switch {
+		case tc.want == "error":
+			if err == nil {
+				t.Errorf("%d servers: %v, want an error", tc.servers, got)
+			}
+		case err != nil:
+			t.Errorf("%d servers: %v", tc.servers, err)
+		case strings.Join(got, " ") != tc.want:
+			t.Errorf("%d servers: %q, want %q", tc.servers, got, tc.want)
 		}
 	}
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/parley-bots/parley/internal/app"
+	"github.com/parley-bots/parley/internal/store/postgres"
 )
 
 // target is a server under test, running as a child process.
@@ -176,6 +177,34 @@ func freshDatabase(url string) (string, func(), error) {
 		_, _ = c.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
 	}
 	return fresh, drop, nil
+}
+
+// pgPoolEnv caps each Parley's PostgreSQL pool when that many Parleys
+// at their default pool (32) would pass the server's max_connections: they
+// all run at once, and a refused connection fails turns (their replies
+// are lost), which the benchmark would count as a server that cannot keep
+// up. Nil when the default fits.
+func pgPoolEnv(url string, servers int) ([]string, error) {
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: %w", err)
+	}
+	defer conn.Close(ctx)
+	var maxConns int
+	if err := conn.QueryRow(ctx, "SELECT current_setting('max_connections')::int").Scan(&maxConns); err != nil {
+		return nil, fmt.Errorf("postgres: %w", err)
+	}
+	const reserve = 10 // this tool's connections, psql, others
+	if servers*postgres.DefaultMaxConns+reserve <= maxConns {
+		return nil, nil
+	}
+	n := (maxConns - reserve) / max(servers, 1)
+	if n < 4 {
+		return nil, fmt.Errorf("postgres: max_connections %d is too small for %d servers", maxConns, servers)
+	}
+	fmt.Printf("PostgreSQL max_connections %d: each of the %d Parley servers gets a pool of %d (PARLEY_DB_MAX_CONNECTIONS)\n\n", maxConns, servers, n)
+	return []string{"PARLEY_DB_MAX_CONNECTIONS=" + strconv.Itoa(n)}, nil
 }
 
 // child runs the server side of a target in this process.
