@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"context"
 	"encoding/json"
 	"testing"
 
@@ -13,18 +14,7 @@ import (
 // its message, the handoff, the user, the conversation and three states),
 // the read every message's turn starts with.
 func BenchTurnRead(b *testing.B, db store.DB) {
-	ctx := b.Context()
-	must := func(err error) {
-		if err != nil {
-			b.Fatal(err)
-		}
-	}
-	a := &model.Account{Email: "bench@example.com"}
-	must(db.Accounts().Create(ctx, a))
-	w := &model.Workspace{Name: "bench", OwnerID: a.ID, CreatedAt: at(0)}
-	must(db.Workspaces().Create(ctx, w))
-	bot := &model.Bot{WorkspaceID: w.ID, Name: "bench", Type: model.DefaultBotType, CreatedAt: at(0), UpdatedAt: at(0)}
-	must(db.Bots().Create(ctx, bot))
+	ctx, bot, must := benchBot(b, db)
 	chat := db.Chat()
 	must(chat.CreateUser(ctx, &model.ChatUser{BotID: bot.ID, ID: "u", Name: "user"}))
 	must(chat.CreateConversation(ctx, &model.Conversation{BotID: bot.ID, ID: "c", OwnerID: "u", CreatedAt: at(0)}))
@@ -45,18 +35,7 @@ func BenchTurnRead(b *testing.B, db store.DB) {
 // of its batch starts with (its user, conversation and three states),
 // alternating two conversations as a busy dispatcher does.
 func BenchTurnStart(b *testing.B, db store.DB) {
-	ctx := b.Context()
-	must := func(err error) {
-		if err != nil {
-			b.Fatal(err)
-		}
-	}
-	a := &model.Account{Email: "bench@example.com"}
-	must(db.Accounts().Create(ctx, a))
-	w := &model.Workspace{Name: "bench", OwnerID: a.ID, CreatedAt: at(0)}
-	must(db.Workspaces().Create(ctx, w))
-	bot := &model.Bot{WorkspaceID: w.ID, Name: "bench", Type: model.DefaultBotType, CreatedAt: at(0), UpdatedAt: at(0)}
-	must(db.Bots().Create(ctx, bot))
+	ctx, bot, must := benchBot(b, db)
 	chat := db.Chat()
 	for _, id := range []string{"a", "b"} {
 		must(chat.CreateUser(ctx, &model.ChatUser{BotID: bot.ID, ID: id, Name: "user"}))
@@ -75,4 +54,22 @@ func BenchTurnStart(b *testing.B, db store.DB) {
 			b.Fatalf("GetTurn = %+v, %v", got, err)
 		}
 	}
+}
+
+// benchBot creates a bot to benchmark with, and a check that fails the
+// benchmark on an error.
+func benchBot(b *testing.B, db store.DB) (context.Context, *model.Bot, func(error)) {
+	ctx := b.Context()
+	must := func(err error) {
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	a := &model.Account{Email: "bench@example.com"}
+	must(db.Accounts().Create(ctx, a))
+	w := &model.Workspace{Name: "bench", OwnerID: a.ID, CreatedAt: at(0)}
+	must(db.Workspaces().Create(ctx, w))
+	bot := &model.Bot{WorkspaceID: w.ID, Name: "bench", Type: model.DefaultBotType, CreatedAt: at(0), UpdatedAt: at(0)}
+	must(db.Bots().Create(ctx, bot))
+	return ctx, bot, must
 }
