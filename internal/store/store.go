@@ -54,6 +54,11 @@ type Store interface {
 	// InTx runs fn in one transaction: everything fn does through tx commits
 	// together or not at all. Nested calls join the outer transaction.
 	InTx(ctx context.Context, fn func(tx Store) error) error
+	// Transient reports whether err is the database being unavailable for
+	// now (a refused or lost connection, a server out of connections, a
+	// lock held past the wait, a serialization failure): the same work may
+	// succeed when retried, so it is not a failure of that work.
+	Transient(err error) bool
 }
 
 // DB is a whole database: a Store plus lifecycle.

@@ -279,7 +279,9 @@ func (d *Dispatcher) work() {
 
 // runConversation runs the conversation's pending turns until none is left.
 // It reports busy when another node holds the conversation's lease.
-// A turn whose bot is unreachable stops the run and sets *wait.
+// A turn whose bot is unreachable, or a database unavailable for now
+// (store.DB.Transient), stops the run and sets *wait: the turns stay
+// pending and the conversation is tried again after it.
 func (d *Dispatcher) runConversation(ref model.ConversationRef, wait *time.Duration) (busy bool) {
 	ctx, cancel := context.WithCancel(d.ctx)
 	defer cancel()
@@ -297,14 +299,20 @@ func (d *Dispatcher) runConversation(ref model.ConversationRef, wait *time.Durat
 	// conversation's next turn starts: a crash re-runs at most the turn in
 	// flight.
 	var completions []func() error
+	storeDown := func(err error) {
+		if d.store.Transient(err) && ctx.Err() == nil {
+			*wait = max(*wait, storeRetry)
+		}
+	}
 	flush := func() bool {
 		ok := true
-		for _, wait := range completions {
-			if err := wait(); err != nil && ok {
+		for _, w := range completions {
+			if err := w(); err != nil && ok {
 				ok = false
 				if ctx.Err() == nil {
 					d.log.Warn("turns: completing turn failed", "err", err)
 				}
+				storeDown(err)
 			}
 		}
 		completions = completions[:0]
@@ -321,6 +329,7 @@ func (d *Dispatcher) runConversation(ref model.ConversationRef, wait *time.Durat
 			if ctx.Err() == nil {
 				d.log.Warn("turns: reading pending turns failed", "err", err, "conversation", ref.ConversationID)
 			}
+			storeDown(err)
 			return false
 		}
 		// A conversation in handoff (model.Handoff, read with the turns)
@@ -351,10 +360,11 @@ func (d *Dispatcher) runConversation(ref model.ConversationRef, wait *time.Durat
 			}
 			var later *RetryLater
 			if errors.As(err, &later) {
-				// The bot is unreachable: the turn stays pending and the
-				// conversation waits (in order) for the next try.
+				// The bot or the database is unreachable: the turn stays
+				// pending and the conversation waits (in order) for the
+				// next try.
 				delay := d.backoff(key)
-				d.log.Warn("turns: bot unreachable, retrying", "err", later.Err, "bot", t.BotID,
+				d.log.Warn("turns: turn could not run, retrying", "err", later.Err, "bot", t.BotID,
 					"conversation", t.ConversationID, "seq", t.Seq, "in", delay)
 				*wait = delay
 				return false
@@ -426,6 +436,10 @@ func (d *Dispatcher) forget(k turnKey) {
 	d.retryMu.Unlock()
 }
 
+// storeRetry is how long a conversation waits after the database was
+// unavailable for its turns.
+const storeRetry = time.Second
+
 // turnBatch is how many pending turns one read takes.
 const turnBatch = 32
 
@@ -455,7 +469,9 @@ func (d *Dispatcher) completeTurn(ctx context.Context, t *model.Turn, out *turnO
 				"bot", t.BotID, "conversation", t.ConversationID, "seq", t.Seq, "node", d.o.Node)
 			return err
 		}
-		if err == nil || ctx.Err() != nil || out == nil || (len(out.held) == 0 && len(out.finish) == 0) {
+		if err == nil || ctx.Err() != nil || out == nil || (len(out.held) == 0 && len(out.finish) == 0) || d.store.Transient(err) {
+			// Unavailable for now: the turn stays pending, its run is
+			// tried again rather than completed without its effects.
 			return err
 		}
 		d.log.Warn("turns: storing the turn's effects failed; completing it without them", "err", err,
@@ -495,7 +511,7 @@ func (d *Dispatcher) runTurn(ctx context.Context, p store.PendingTurn, attempt i
 	t := p.Turn
 	bot, err := d.bots(ctx, t.BotID)
 	if err != nil || bot == nil {
-		return nil, err
+		return nil, d.retryable(err)
 	}
 	in, ok, err := pendingTurnInput(p)
 	if err != nil || !ok {
@@ -519,7 +535,19 @@ func (d *Dispatcher) runTurn(ctx context.Context, p store.PendingTurn, attempt i
 			err = fmt.Errorf("bot panicked: %v", p)
 		}
 	}()
-	return out, bot.HandleTurn(ctx, in, out)
+	err = d.retryable(bot.HandleTurn(ctx, in, out))
+	return out, err
+}
+
+// retryable makes an error of the database being unavailable for now a
+// RetryLater: it is no failure of the turn, which stays pending (no
+// fallback, no failed run) and runs again.
+func (d *Dispatcher) retryable(err error) error {
+	var later *RetryLater
+	if err == nil || errors.As(err, &later) || !d.store.Transient(err) {
+		return err
+	}
+	return &RetryLater{Err: err}
 }
 
 // pendingTurnInput builds a turn's input from what it refers to, read with

@@ -77,11 +77,21 @@ func (nopStreams) CloseConversation(string, string)        {}
 func (nopStreams) EndBotStreams(string, func(string) bool) {}
 
 func newNode(db store.DB, bot turns.Bot, o turns.DispatcherOptions) *node {
+	resolver := func(context.Context, string) (turns.Bot, error) { return bot, nil }
+	return newNodeWith(db, resolver, nil, o)
+}
+
+// newNodeWith is newNode with the dispatcher's bot resolver and, unless
+// nil, a wrapper of the committer it completes turns with.
+func newNodeWith(db store.DB, resolver turns.Resolver, wrap func(store.Committer) store.Committer, o turns.DispatcherOptions) *node {
 	queue := turns.NewQueue()
 	commit := db.NewCommitter(queue.AfterCommit(nil))
-	resolver := func(context.Context, string) (turns.Bot, error) { return bot, nil }
+	completions := commit
+	if wrap != nil {
+		completions = wrap(commit)
+	}
 	return &node{chat: conversations.NewChat(db, commit, nopStreams{}, nil),
-		dispatcher: turns.NewDispatcher(db, commit, queue, resolver, slog.Default(), o)}
+		dispatcher: turns.NewDispatcher(db, completions, queue, resolver, slog.Default(), o)}
 }
 
 type chatFixture struct {
@@ -92,7 +102,12 @@ type chatFixture struct {
 
 func newChatFixture(t *testing.T, db store.DB, bot turns.Bot, o turns.DispatcherOptions) *chatFixture {
 	t.Helper()
-	n := newNode(db, bot, o)
+	return newChatFixtureOn(t, db, newNode(db, bot, o))
+}
+
+// newChatFixtureOn is newChatFixture on a node built by the caller.
+func newChatFixtureOn(t *testing.T, db store.DB, n *node) *chatFixture {
+	t.Helper()
 	ctx := context.Background()
 	now := model.Now()
 	ws := &model.Workspace{ID: model.NewID(), Name: "w", OwnerID: "o", SocialAccounts: []string{}, CreatedAt: now, UpdatedAt: now}

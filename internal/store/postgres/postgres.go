@@ -6,7 +6,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -25,6 +27,7 @@ var Dialect = sqlstore.Dialect{
 	Numbered:      true,
 	CTEWrites:     true,
 	Classify:      classify,
+	Transient:     transient,
 	MigrationLock: `SELECT pg_advisory_xact_lock(1885434988, hashtext(COALESCE(current_schema(), '')))`,
 }
 
@@ -84,4 +87,27 @@ func classify(err error) sqlstore.Violation {
 		return sqlstore.ForeignKeyViolation
 	}
 	return sqlstore.NoViolation
+}
+
+// transient: the server could not be reached or refused the connection,
+// the connection broke, the server ran out of connections or is shutting
+// down, or the transaction lost a serialization or deadlock race.
+func transient(err error) bool {
+	var ce *pgconn.ConnectError
+	if errors.As(err, &ce) || pgconn.Timeout(err) {
+		return true
+	}
+	var e *pgconn.PgError
+	if errors.As(err, &e) {
+		switch {
+		case strings.HasPrefix(e.Code, "08"), // connection_exception
+			strings.HasPrefix(e.Code, "53"),                         // insufficient_resources: too_many_connections, out of memory, disk full
+			e.Code == "57P01", e.Code == "57P02", e.Code == "57P03", // admin_shutdown, crash_shutdown, cannot_connect_now
+			e.Code == "40001", e.Code == "40P01": // serialization_failure, deadlock_detected
+			return true
+		}
+		return false
+	}
+	var ne net.Error
+	return errors.As(err, &ne)
 }

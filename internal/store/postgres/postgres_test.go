@@ -2,10 +2,15 @@ package postgres_test
 
 import (
 	"context"
+	"database/sql"
+	"fmt"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
+	"github.com/parley-bots/parley/internal/model"
 	"github.com/parley-bots/parley/internal/store"
 	"github.com/parley-bots/parley/internal/store/postgres"
 	"github.com/parley-bots/parley/internal/store/sqlstore"
@@ -97,3 +102,66 @@ func TestSearchPath(t *testing.T) {
 func BenchmarkTurnRead(b *testing.B) { storetest.BenchTurnRead(b, testdb.Postgres(b)) }
 
 func BenchmarkTurnStart(b *testing.B) { storetest.BenchTurnStart(b, testdb.Postgres(b)) }
+
+// TestTransient checks which real errors of PostgreSQL count as the
+// database being unavailable for now (store.Store.Transient): a refused
+// connection and a server out of connections do; a bad statement, a
+// constraint and a cancelled context do not.
+func TestTransient(t *testing.T) {
+	ctx := context.Background()
+	db := testdb.Postgres(t)
+	raw := db.(*sqlstore.DB).SQL()
+	connect := func(url string) error {
+		c, err := sql.Open("pgx", url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		return c.PingContext(ctx)
+	}
+	// A role allowed no connection: the server refuses it with
+	// too_many_connections (53300), as when max_connections is reached.
+	role := fmt.Sprintf("parley_limited_%d", time.Now().UnixNano())
+	if _, err := raw.ExecContext(ctx, "CREATE ROLE "+role+" LOGIN CONNECTION LIMIT 0"); err != nil {
+		t.Fatal(err)
+	}
+	defer raw.ExecContext(ctx, "DROP ROLE "+role)
+	u, err := url.Parse(testdb.PostgresURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.User = url.User(role)
+	_, syntaxErr := raw.ExecContext(ctx, "SELEC 1")
+	a := &model.Account{Email: "twice@example.com"}
+	if err := db.Accounts().Create(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	dup := db.Accounts().Create(ctx, &model.Account{ID: a.ID, Email: "twice@example.com"})
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	_, cancelledErr := raw.ExecContext(cancelled, "SELECT 1")
+	expired, cancel2 := context.WithDeadline(ctx, time.Now().Add(-time.Second))
+	defer cancel2()
+	_, expiredErr := raw.ExecContext(expired, "SELECT 1")
+	for _, tc := range []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"refused connection", connect("postgres://parley@127.0.0.1:1/none?sslmode=disable&connect_timeout=2"), true},
+		{"too many connections", connect(u.String()), true},
+		{"wrapped", fmt.Errorf("reading: %w", connect(u.String())), true},
+		{"syntax error", syntaxErr, false},
+		{"unique violation", dup, false},
+		{"cancelled", cancelledErr, false},
+		{"past its deadline", expiredErr, false},
+		{"nil", nil, false},
+	} {
+		if tc.err == nil && tc.want {
+			t.Fatalf("%s: no error", tc.name)
+		}
+		if got := db.Transient(tc.err); got != tc.want {
+			t.Errorf("%s (%v): Transient = %v, want %v", tc.name, tc.err, got, tc.want)
+		}
+	}
+}

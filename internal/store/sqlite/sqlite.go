@@ -19,7 +19,7 @@ import (
 )
 
 // Dialect is SQLite's sqlstore dialect.
-var Dialect = sqlstore.Dialect{Name: "sqlite", Classify: classify, CacheStatements: true}
+var Dialect = sqlstore.Dialect{Name: "sqlite", Classify: classify, Transient: transient, CacheStatements: true}
 
 // Open opens (creating if needed) the database file at path and migrates it.
 //
@@ -134,4 +134,18 @@ func classify(err error) sqlstore.Violation {
 		}
 	}
 	return sqlstore.NoViolation
+}
+
+// transient: the database is locked past the busy timeout, or the file
+// could not be read or written (I/O error, disk full).
+func transient(err error) bool {
+	var e *sqlite.Error
+	if !errors.As(err, &e) {
+		return false
+	}
+	switch e.Code() & 0xff {
+	case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED, sqlite3.SQLITE_IOERR, sqlite3.SQLITE_FULL, sqlite3.SQLITE_PROTOCOL:
+		return true
+	}
+	return false
 }

@@ -2,6 +2,7 @@ package sqlite_test
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"os"
 	"strings"
@@ -138,5 +139,67 @@ func TestBackgroundCheckpoint(t *testing.T) {
 			t.Fatalf("database file %d bytes, %d before the writes: the WAL was not checkpointed", size(), before)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestTransient checks which real errors of SQLite count as the database
+// being unavailable for now (store.Store.Transient): the write lock held
+// by another connection does; a constraint, a bad statement and a
+// cancelled context do not.
+func TestTransient(t *testing.T) {
+	ctx := context.Background()
+	path := testdb.SQLitePath(t)
+	db, err := sqlite.Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	raw := db.(*sqlite.DB).SQL()
+	c, err := raw.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		t.Fatal(err)
+	}
+	impatient, err := sql.Open("sqlite", path+"?_busy_timeout=0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer impatient.Close()
+	_, busy := impatient.ExecContext(ctx, "BEGIN IMMEDIATE")
+	c.ExecContext(ctx, "ROLLBACK")
+	c.Close()
+	_, syntaxErr := raw.ExecContext(ctx, "SELEC 1")
+	a := &model.Account{Email: "twice@example.com"}
+	if err := db.Accounts().Create(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	dup := db.Accounts().Create(ctx, &model.Account{ID: a.ID, Email: "twice@example.com"})
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	_, cancelledErr := raw.ExecContext(cancelled, "SELECT 1")
+	expired, cancel2 := context.WithDeadline(ctx, time.Now().Add(-time.Second))
+	defer cancel2()
+	_, expiredErr := raw.ExecContext(expired, "SELECT 1")
+	for _, tc := range []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"locked", busy, true},
+		{"wrapped", fmt.Errorf("writing: %w", busy), true},
+		{"syntax error", syntaxErr, false},
+		{"unique violation", dup, false},
+		{"cancelled", cancelledErr, false},
+		{"past its deadline", expiredErr, false},
+		{"nil", nil, false},
+	} {
+		if tc.err == nil && tc.want {
+			t.Fatalf("%s: no error", tc.name)
+		}
+		if got := db.Transient(tc.err); got != tc.want {
+			t.Errorf("%s (%v): Transient = %v, want %v", tc.name, tc.err, got, tc.want)
+		}
 	}
 }

@@ -6,6 +6,7 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -37,6 +38,9 @@ type Dialect struct {
 	Numbered bool
 	// Classify tells which constraint, if any, err violates.
 	Classify func(err error) Violation
+	// Transient tells whether err is the engine being unavailable for
+	// now (store.DB.Transient); nil: never.
+	Transient func(err error) bool
 	// MigrationLock, when set, runs first in every migration transaction so
 	// that processes starting together apply migrations one at a time.
 	MigrationLock string
@@ -111,7 +115,16 @@ func (db *DB) SQL() *sql.DB { return db.e.db }
 func (db *DB) Stats() sql.DBStats { return db.e.db.Stats() }
 
 func (db *DB) Ping(ctx context.Context) error { return db.e.db.PingContext(ctx) }
-func (db *DB) Engine() string                 { return db.e.d.Name }
+
+// Transient implements store.Store. A context that ended is not the
+// database's doing: a turn past its time limit fails, it is not retried.
+func (s *Store) Transient(err error) bool {
+	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || s.e.d.Transient == nil {
+		return false
+	}
+	return errors.Is(err, driver.ErrBadConn) || s.e.d.Transient(err)
+}
+func (db *DB) Engine() string { return db.e.d.Name }
 
 // Close closes the cached statements and the database.
 func (db *DB) Close() error {
