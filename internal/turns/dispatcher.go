@@ -280,7 +280,7 @@ func (d *Dispatcher) work() {
 // runConversation runs the conversation's pending turns until none is left.
 // It reports busy when another node holds the conversation's lease.
 // A turn whose bot is unreachable, or a database unavailable for now
-// (store.DB.Transient), stops the run and sets *wait: the turns stay
+// (store.Store.Transient), stops the run and sets *wait: the turns stay
 // pending and the conversation is tried again after it.
 func (d *Dispatcher) runConversation(ref model.ConversationRef, wait *time.Duration) (busy bool) {
 	ctx, cancel := context.WithCancel(d.ctx)
