@@ -15,16 +15,11 @@ import (
 // running) at most once: a Notify while it is queued or running marks it
 // dirty, and it goes to the back of the queue when its run ends.
 type Queue struct {
-	mu    sync.Mutex
-	cond  *sync.Cond
-	queue []queued
-	state map[model.ConversationRef]*convState
-	// running holds the conversations a worker runs that were notified
-	// meanwhile, since their first such notice: their new turns wait
-	// for that run to end, and Delay counts that wait too. At most one
-	// entry per worker.
-	running map[model.ConversationRef]time.Time
-	closed  bool
+	mu     sync.Mutex
+	cond   *sync.Cond
+	queue  []queued
+	state  map[model.ConversationRef]*convState
+	closed bool
 }
 
 // queued is a conversation waiting for a worker, since when.
@@ -35,7 +30,6 @@ type queued struct {
 
 type convState struct {
 	dirty   bool // notified while queued or running
-	queued  bool // in the queue, not running
 	retries int  // lease attempts lost to another node in a row
 }
 
@@ -57,7 +51,7 @@ func (q *Queue) AfterCommit(publish func(*model.Signal)) store.AfterCommit {
 
 // NewQueue returns an empty queue.
 func NewQueue() *Queue {
-	q := &Queue{state: map[model.ConversationRef]*convState{}, running: map[model.ConversationRef]time.Time{}}
+	q := &Queue{state: map[model.ConversationRef]*convState{}}
 	q.cond = sync.NewCond(&q.mu)
 	return q
 }
@@ -72,13 +66,10 @@ func (q *Queue) notifyRetry(ref model.ConversationRef, retries int) {
 		return
 	}
 	if st := q.state[ref]; st != nil {
-		if !st.dirty && !st.queued {
-			q.running[ref] = time.Now()
-		}
 		st.dirty = true
 		return
 	}
-	q.state[ref] = &convState{retries: retries, queued: true}
+	q.state[ref] = &convState{retries: retries}
 	q.queue = append(q.queue, queued{ref, time.Now()})
 	q.cond.Signal()
 }
@@ -97,8 +88,7 @@ func (q *Queue) next() (ref model.ConversationRef, ok bool) {
 	ref = q.queue[0].ref
 	q.queue[0] = queued{}
 	q.queue = q.queue[1:]
-	st := q.state[ref]
-	st.dirty, st.queued = false, false
+	q.state[ref].dirty = false
 	return ref, true
 }
 
@@ -113,8 +103,6 @@ func (q *Queue) done(ref model.ConversationRef, busy bool) {
 	if !busy {
 		st.retries = 0
 	}
-	since, notified := q.running[ref]
-	delete(q.running, ref)
 	switch {
 	case q.closed:
 		delete(q.state, ref)
@@ -124,13 +112,8 @@ func (q *Queue) done(ref model.ConversationRef, busy bool) {
 		retries := st.retries
 		time.AfterFunc(250*time.Millisecond, func() { q.notifyRetry(ref, retries) })
 	case st.dirty:
-		st.dirty, st.queued = false, true
-		if !notified {
-			since = time.Now()
-		}
-		// To the back (fairness), keeping the time its first new turn
-		// has waited since.
-		q.queue = append(q.queue, queued{ref, since})
+		st.dirty = false
+		q.queue = append(q.queue, queued{ref, time.Now()}) // to the back: fairness
 		q.cond.Signal()
 	default:
 		delete(q.state, ref)
@@ -144,7 +127,6 @@ func (q *Queue) later(ref model.ConversationRef, delay time.Duration) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	delete(q.state, ref)
-	delete(q.running, ref)
 	if q.closed {
 		return
 	}
@@ -166,28 +148,15 @@ func (q *Queue) Len() int {
 	return len(q.queue)
 }
 
-// Delay is how long the oldest turn that no worker has started yet has
-// waited, near enough: the longer of the wait of the conversation first
-// in line and that of the new turns of conversations being run (which
-// wait for the run to end). A conversation put back in line after its
-// run keeps its new turns' time, so the wait is not reset by the run.
-// Zero when the workers keep up.
+// Delay is how long the conversation first in line has waited for a
+// worker: zero when the workers keep up.
 func (q *Queue) Delay() time.Duration {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	var oldest time.Time
-	if len(q.queue) > 0 {
-		oldest = q.queue[0].since
-	}
-	for _, since := range q.running {
-		if oldest.IsZero() || since.Before(oldest) {
-			oldest = since
-		}
-	}
-	if oldest.IsZero() {
+	if len(q.queue) == 0 {
 		return 0
 	}
-	return time.Since(oldest)
+	return time.Since(q.queue[0].since)
 }
 
 // Defaults of the door's bounds.
