@@ -36,8 +36,12 @@ export function watch(page, name) {
   page.on('pageerror', (e) => errors.push(`pageerror: ${e.message}`))
   page.on('requestfailed', (r) => {
     const url = r.url()
-    // Aborted SSE streams on navigation are expected.
-    if (!url.includes('/initialize') && !url.includes('/listen')) errors.push(`request failed: ${r.method()} ${url} ${r.failure()?.errorText}`)
+    // Aborted SSE streams on navigation are expected, and so is a read
+    // the page itself dropped (net::ERR_ABORTED: it navigated on, or its
+    // data cache cancelled a query it no longer shows); a failed write, or
+    // a read that failed any other way, is an error.
+    const dropped = r.method() === 'GET' && r.failure()?.errorText === 'net::ERR_ABORTED'
+    if (!url.includes('/initialize') && !url.includes('/listen') && !dropped) errors.push(`request failed: ${r.method()} ${url} ${r.failure()?.errorText}`)
   })
   page.on('response', (r) => {
     if (r.status() >= 400 && !(page.__expect404 && r.status() === 404)) errors.push(`HTTP ${r.status()}: ${r.request().method()} ${r.url()}`)
