@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/parley-bots/parley/internal/model"
 	"github.com/parley-bots/parley/internal/store"
 	"github.com/parley-bots/parley/internal/store/postgres"
 	"github.com/parley-bots/parley/internal/store/sqlstore"
@@ -131,37 +130,8 @@ func TestTransient(t *testing.T) {
 		t.Fatal(err)
 	}
 	u.User = url.User(role)
-	_, syntaxErr := raw.ExecContext(ctx, "SELEC 1")
-	a := &model.Account{Email: "twice@example.com"}
-	if err := db.Accounts().Create(ctx, a); err != nil {
-		t.Fatal(err)
-	}
-	dup := db.Accounts().Create(ctx, &model.Account{ID: a.ID, Email: "twice@example.com"})
-	cancelled, cancel := context.WithCancel(ctx)
-	cancel()
-	_, cancelledErr := raw.ExecContext(cancelled, "SELECT 1")
-	expired, cancel2 := context.WithDeadline(ctx, time.Now().Add(-time.Second))
-	defer cancel2()
-	_, expiredErr := raw.ExecContext(expired, "SELECT 1")
-	for _, tc := range []struct {
-		name string
-		err  error
-		want bool
-	}{
-		{"refused connection", connect("postgres://parley@127.0.0.1:1/none?sslmode=disable&connect_timeout=2"), true},
-		{"too many connections", connect(u.String()), true},
-		{"wrapped", fmt.Errorf("reading: %w", connect(u.String())), true},
-		{"syntax error", syntaxErr, false},
-		{"unique violation", dup, false},
-		{"cancelled", cancelledErr, false},
-		{"past its deadline", expiredErr, false},
-		{"nil", nil, false},
-	} {
-		if tc.err == nil && tc.want {
-			t.Fatalf("%s: no error", tc.name)
-		}
-		if got := db.Transient(tc.err); got != tc.want {
-			t.Errorf("%s (%v): Transient = %v, want %v", tc.name, tc.err, got, tc.want)
-		}
-	}
+	storetest.CheckTransient(t, db, raw, []storetest.TransientCase{
+		{Name: "refused connection", Err: connect("postgres://parley@127.0.0.1:1/none?sslmode=disable&connect_timeout=2"), Want: true},
+		{Name: "too many connections", Err: connect(u.String()), Want: true},
+	})
 }

@@ -170,36 +170,5 @@ func TestTransient(t *testing.T) {
 	_, busy := impatient.ExecContext(ctx, "BEGIN IMMEDIATE")
 	c.ExecContext(ctx, "ROLLBACK")
 	c.Close()
-	_, syntaxErr := raw.ExecContext(ctx, "SELEC 1")
-	a := &model.Account{Email: "twice@example.com"}
-	if err := db.Accounts().Create(ctx, a); err != nil {
-		t.Fatal(err)
-	}
-	dup := db.Accounts().Create(ctx, &model.Account{ID: a.ID, Email: "twice@example.com"})
-	cancelled, cancel := context.WithCancel(ctx)
-	cancel()
-	_, cancelledErr := raw.ExecContext(cancelled, "SELECT 1")
-	expired, cancel2 := context.WithDeadline(ctx, time.Now().Add(-time.Second))
-	defer cancel2()
-	_, expiredErr := raw.ExecContext(expired, "SELECT 1")
-	for _, tc := range []struct {
-		name string
-		err  error
-		want bool
-	}{
-		{"locked", busy, true},
-		{"wrapped", fmt.Errorf("writing: %w", busy), true},
-		{"syntax error", syntaxErr, false},
-		{"unique violation", dup, false},
-		{"cancelled", cancelledErr, false},
-		{"past its deadline", expiredErr, false},
-		{"nil", nil, false},
-	} {
-		if tc.err == nil && tc.want {
-			t.Fatalf("%s: no error", tc.name)
-		}
-		if got := db.Transient(tc.err); got != tc.want {
-			t.Errorf("%s (%v): Transient = %v, want %v", tc.name, tc.err, got, tc.want)
-		}
-	}
+	storetest.CheckTransient(t, db, raw, []storetest.TransientCase{{Name: "locked", Err: busy, Want: true}})
 }
