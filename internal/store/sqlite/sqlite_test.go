@@ -104,12 +104,7 @@ func BenchmarkTurnStart(b *testing.B) { storetest.BenchTurnStart(b, testdb.SQLit
 // file grows only when the checkpointer copies them back.
 func TestBackgroundCheckpoint(t *testing.T) {
 	ctx := context.Background()
-	path := testdb.SQLitePath(t)
-	db, err := sqlite.Open(ctx, path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	path, db := openFile(t)
 	size := func() int64 {
 		fi, err := os.Stat(path)
 		if err != nil {
@@ -148,12 +143,7 @@ func TestBackgroundCheckpoint(t *testing.T) {
 // cancelled context do not.
 func TestTransient(t *testing.T) {
 	ctx := context.Background()
-	path := testdb.SQLitePath(t)
-	db, err := sqlite.Open(ctx, path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	path, db := openFile(t)
 	raw := db.(*sqlite.DB).SQL()
 	c, err := raw.Conn(ctx)
 	if err != nil {
@@ -171,4 +161,17 @@ func TestTransient(t *testing.T) {
 	c.ExecContext(ctx, "ROLLBACK")
 	c.Close()
 	storetest.CheckTransient(t, db, raw, []storetest.TransientCase{{Name: "locked", Err: busy, Want: true}})
+}
+
+// openFile opens the store on a new file, closed when the test ends, and
+// returns the file's path with it.
+func openFile(t *testing.T) (string, store.DB) {
+	t.Helper()
+	path := testdb.SQLitePath(t)
+	db, err := sqlite.Open(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return path, db
 }
