@@ -229,16 +229,10 @@ func TestParseFlags(t *testing.T) {
 // an even share of it when they do not, an error when a share is too
 // small to run a server.
 func TestPGPoolEnv(t *testing.T) {
-	url := os.Getenv("PARLEY_TEST_DATABASE_URL")
-	if url == "" {
-		url = testdb.DefaultPostgresURL
-	}
+	url := testdb.PostgresURL(t) // skips or fails as testdb does when PostgreSQL is unreachable
 	conn, err := pgx.Connect(t.Context(), url)
 	if err != nil {
-		if os.Getenv("PARLEY_TEST_REQUIRE_POSTGRES") == "1" {
-			t.Fatal(err)
-		}
-		t.Skipf("no PostgreSQL: %v", err)
+		t.Fatal(err)
 	}
 	var maxConns int
 	err = conn.QueryRow(t.Context(), "SELECT current_setting('max_connections')::int").Scan(&maxConns)

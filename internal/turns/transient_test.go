@@ -2,10 +2,8 @@ package turns_test
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -15,49 +13,6 @@ import (
 	"github.com/parley-bots/parley/internal/testutil/testdb"
 	"github.com/parley-bots/parley/internal/turns"
 )
-
-// unavailable returns a real error of engine's database being unavailable
-// for now: on PostgreSQL a refused connection (nothing listens on
-// 127.0.0.1:1), on SQLite a write lock held by another connection.
-func unavailable(t *testing.T, engine string) error {
-	t.Helper()
-	ctx := context.Background()
-	if engine == "postgres" {
-		db, err := sql.Open("pgx", "postgres://parley@127.0.0.1:1/none?sslmode=disable&connect_timeout=2")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer db.Close()
-		if err = db.PingContext(ctx); err == nil {
-			t.Fatal("a server answered on 127.0.0.1:1")
-		}
-		return err
-	}
-	path := filepath.Join(t.TempDir(), "locked.db")
-	holder, err := sql.Open("sqlite", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer holder.Close()
-	c, err := holder.Conn(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	if _, err := c.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
-		t.Fatal(err)
-	}
-	defer c.ExecContext(ctx, "ROLLBACK")
-	other, err := sql.Open("sqlite", path+"?_busy_timeout=0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Close()
-	if _, err = other.ExecContext(ctx, "BEGIN IMMEDIATE"); err == nil {
-		t.Fatal("two connections took the write lock")
-	}
-	return err
-}
 
 // effectBot records its runs and, with each turn's completion, appends
 // the message's text to the conversation's state: the state lists the
@@ -137,7 +92,7 @@ func TestDispatcherWaitsOutAnUnavailableDatabase(t *testing.T) {
 		} {
 			t.Run(eng.name+"/"+tc.name, func(t *testing.T) {
 				db := eng.open(t)
-				if !db.Transient(unavailable(t, eng.name)) {
+				if !db.Transient(testdb.Unavailable(t, eng.name)) {
 					t.Fatal("the engine's unavailable error is not transient")
 				}
 				bot := &effectBot{}
@@ -145,12 +100,12 @@ func TestDispatcherWaitsOutAnUnavailableDatabase(t *testing.T) {
 				failResolve.Store(tc.resolves)
 				resolver := func(context.Context, string) (turns.Bot, error) {
 					if failResolve.Add(-1) >= 0 {
-						return nil, fmt.Errorf("reading the bot: %w", unavailable(t, eng.name))
+						return nil, fmt.Errorf("reading the bot: %w", testdb.Unavailable(t, eng.name))
 					}
 					return bot, nil
 				}
 				wrap := func(c store.Committer) store.Committer {
-					fc := &failingCommitter{Committer: c, err: fmt.Errorf("commit: %w", unavailable(t, eng.name))}
+					fc := &failingCommitter{Committer: c, err: fmt.Errorf("commit: %w", testdb.Unavailable(t, eng.name))}
 					fc.fails.Store(tc.commits)
 					return fc
 				}

@@ -2,7 +2,6 @@ package sqlite_test
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"os"
 	"strings"
@@ -104,7 +103,12 @@ func BenchmarkTurnStart(b *testing.B) { storetest.BenchTurnStart(b, testdb.SQLit
 // file grows only when the checkpointer copies them back.
 func TestBackgroundCheckpoint(t *testing.T) {
 	ctx := context.Background()
-	path, db := openFile(t)
+	path := testdb.SQLitePath(t)
+	db, err := sqlite.Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
 	size := func() int64 {
 		fi, err := os.Stat(path)
 		if err != nil {
@@ -142,36 +146,7 @@ func TestBackgroundCheckpoint(t *testing.T) {
 // by another connection does; a constraint, a bad statement and a
 // cancelled context do not.
 func TestTransient(t *testing.T) {
-	ctx := context.Background()
-	path, db := openFile(t)
-	raw := db.(*sqlite.DB).SQL()
-	c, err := raw.Conn(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
-		t.Fatal(err)
-	}
-	impatient, err := sql.Open("sqlite", path+"?_busy_timeout=0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer impatient.Close()
-	_, busy := impatient.ExecContext(ctx, "BEGIN IMMEDIATE")
-	c.ExecContext(ctx, "ROLLBACK")
-	c.Close()
-	storetest.CheckTransient(t, db, raw, []storetest.TransientCase{{Name: "locked", Err: busy, Want: true}})
-}
-
-// openFile opens the store on a new file, closed when the test ends, and
-// returns the file's path with it.
-func openFile(t *testing.T) (string, store.DB) {
-	t.Helper()
-	path := testdb.SQLitePath(t)
-	db, err := sqlite.Open(context.Background(), path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	return path, db
+	db := testdb.SQLite(t)
+	storetest.CheckTransient(t, db, db.(*sqlite.DB).SQL(), []storetest.TransientCase{
+		{Name: "locked", Err: testdb.Unavailable(t, "sqlite"), Want: true}})
 }

@@ -39,7 +39,7 @@ type Dialect struct {
 	// Classify tells which constraint, if any, err violates.
 	Classify func(err error) Violation
 	// Transient tells whether err is the engine being unavailable for
-	// now (store.DB.Transient); nil: never.
+	// now (store.Store.Transient); nil: never.
 	Transient func(err error) bool
 	// MigrationLock, when set, runs first in every migration transaction so
 	// that processes starting together apply migrations one at a time.
@@ -115,6 +115,7 @@ func (db *DB) SQL() *sql.DB { return db.e.db }
 func (db *DB) Stats() sql.DBStats { return db.e.db.Stats() }
 
 func (db *DB) Ping(ctx context.Context) error { return db.e.db.PingContext(ctx) }
+func (db *DB) Engine() string                 { return db.e.d.Name }
 
 // Transient implements store.Store. A context that ended is not the
 // database's doing: a turn past its time limit fails, it is not retried.
@@ -124,7 +125,6 @@ func (s *Store) Transient(err error) bool {
 	}
 	return errors.Is(err, driver.ErrBadConn) || s.e.d.Transient(err)
 }
-func (db *DB) Engine() string { return db.e.d.Name }
 
 // Close closes the cached statements and the database.
 func (db *DB) Close() error {

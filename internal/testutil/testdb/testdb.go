@@ -171,3 +171,47 @@ func withSearchPath(base, schema string) (string, error) {
 	u.RawQuery = q.Encode()
 	return u.String(), nil
 }
+
+// Unavailable returns a real error of engine's database being unavailable
+// for now (store.Store.Transient): on "postgres" a refused connection
+// (nothing listens on 127.0.0.1:1), on "sqlite" the write lock held by
+// another connection of a temp file.
+func Unavailable(t testing.TB, engine string) error {
+	t.Helper()
+	ctx := context.Background()
+	if engine == "postgres" {
+		db, err := sql.Open("pgx", "postgres://parley@127.0.0.1:1/none?sslmode=disable&connect_timeout=2")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		if err = db.PingContext(ctx); err == nil {
+			t.Fatal("testdb: a server answered on 127.0.0.1:1")
+		}
+		return err
+	}
+	path := SQLitePath(t)
+	holder, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Close()
+	c, err := holder.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		t.Fatal(err)
+	}
+	defer c.ExecContext(ctx, "ROLLBACK")
+	other, err := sql.Open("sqlite", path+"?_busy_timeout=0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	if _, err = other.ExecContext(ctx, "BEGIN IMMEDIATE"); err == nil {
+		t.Fatal("testdb: two connections took the write lock")
+	}
+	return err
+}
