@@ -92,6 +92,20 @@ type Committer interface {
 	Submit(ctx context.Context, w *Write) (wait func() error)
 }
 
+type pipelineKey struct{}
+
+// WithPipeline marks ctx's transaction as one whose statements the engine
+// may send together (PostgreSQL: Exec statements wait for the next
+// statement that needs an answer, or the COMMIT, and go out with it in
+// one round trip). Its writes still commit all or nothing; a failed
+// statement's error may surface at a later call of the transaction.
+func WithPipeline(ctx context.Context) context.Context {
+	return context.WithValue(ctx, pipelineKey{}, true)
+}
+
+// Pipelined tells whether ctx was marked by WithPipeline.
+func Pipelined(ctx context.Context) bool { return ctx.Value(pipelineKey{}) != nil }
+
 // DirectCommitter commits each write in a transaction of its own, then
 // runs after. It is PostgreSQL's: concurrent transactions overlap their
 // round trips and PostgreSQL already groups their WAL flushes, so batching
@@ -106,6 +120,7 @@ func (c DirectCommitter) Commit(ctx context.Context, w *Write) error { return c.
 
 // Submit implements Committer; the write is committed before it returns.
 func (c DirectCommitter) Submit(ctx context.Context, w *Write) (wait func() error) {
+	ctx = WithPipeline(ctx)
 	err := c.DB.InTx(ctx, func(tx Store) error { return w.Run(ctx, tx) })
 	if err == nil && c.After != nil {
 		c.After(w)

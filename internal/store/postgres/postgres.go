@@ -4,6 +4,7 @@ package postgres
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"net"
@@ -51,10 +52,14 @@ func Open(ctx context.Context, url string, maxConns ...int) (store.DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("postgres: %w", err)
 	}
+	return openConfig(ctx, cfg, maxConns...)
+}
+
+func openConfig(ctx context.Context, cfg *pgx.ConnConfig, maxConns ...int) (store.DB, error) {
 	if _, set := cfg.RuntimeParams["idle_in_transaction_session_timeout"]; !set {
 		cfg.RuntimeParams["idle_in_transaction_session_timeout"] = strconv.Itoa(int(IdleInTransactionTimeout.Milliseconds()))
 	}
-	db := stdlib.OpenDB(*cfg)
+	db := sql.OpenDB(pipeConnector{stdlib.GetConnector(*cfg)})
 	n := DefaultMaxConns
 	if len(maxConns) > 0 && maxConns[0] > 0 {
 		n = max(maxConns[0], 4)
