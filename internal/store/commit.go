@@ -106,6 +106,23 @@ func WithPipeline(ctx context.Context) context.Context {
 // Pipelined tells whether ctx was marked by WithPipeline.
 func Pipelined(ctx context.Context) bool { return ctx.Value(pipelineKey{}) != nil }
 
+type requiredRowKey struct{}
+
+// WithRequiredRow marks the statement run with ctx, in a pipelined
+// transaction, as one that must change a row: when it changes none, the
+// engine fails the transaction with err (at the call that sends it, and
+// before any COMMIT) instead of the caller asking RowsAffected, which
+// would send the queued statements at once.
+func WithRequiredRow(ctx context.Context, err error) context.Context {
+	return context.WithValue(ctx, requiredRowKey{}, err)
+}
+
+// RequiredRow is the error of a statement marked by WithRequiredRow, or nil.
+func RequiredRow(ctx context.Context) error {
+	err, _ := ctx.Value(requiredRowKey{}).(error)
+	return err
+}
+
 // DirectCommitter commits each write in a transaction of its own, then
 // runs after. It is PostgreSQL's: concurrent transactions overlap their
 // round trips and PostgreSQL already groups their WAL flushes, so batching

@@ -50,9 +50,10 @@ type pipeConn struct {
 }
 
 type queued struct {
-	sql  string
-	args []any
-	res  *pipeResult
+	sql      string
+	args     []any
+	res      *pipeResult
+	required error // store.RequiredRow: the transaction's error if no row changed
 }
 
 // pipeResult is a queued statement's result, known once it was sent.
@@ -106,7 +107,7 @@ func (c *pipeConn) ExecContext(ctx context.Context, query string, args []driver.
 		return c.Conn.ExecContext(ctx, query, args)
 	}
 	r := &pipeResult{c: c, ctx: ctx}
-	c.queue = append(c.queue, queued{sql: query, args: values(args), res: r})
+	c.queue = append(c.queue, queued{sql: query, args: values(args), res: r, required: store.RequiredRow(ctx)})
 	if store.Pipelined(ctx) {
 		return r, nil
 	}
@@ -117,12 +118,38 @@ func (c *pipeConn) ExecContext(ctx context.Context, query string, args []driver.
 }
 
 func (c *pipeConn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
-	if c.inTx {
+	if !c.inTx {
+		return c.Conn.QueryContext(ctx, query, args)
+	}
+	if c.err != nil {
+		return nil, c.err
+	}
+	if !store.Pipelined(ctx) || len(args) == 0 || (c.begun && len(c.queue) == 0) {
 		if err := c.flush(ctx, false); err != nil {
 			return nil, err
 		}
+		return c.Conn.QueryContext(ctx, query, args)
 	}
-	return c.Conn.QueryContext(ctx, query, args)
+	// The query goes out with what is queued: one round trip.
+	br, err := c.send(ctx, func(b *pgx.Batch) { b.Queue(query, values(args)...) })
+	if err != nil {
+		_ = br.Close()
+		return nil, err
+	}
+	rows, err := br.Query()
+	more := err == nil && rows.Next() // as stdlib does: the query's error is the call's
+	if err == nil {
+		err = rows.Err()
+	}
+	if err != nil {
+		if rows != nil {
+			rows.Close()
+		}
+		_ = br.Close()
+		c.err = err
+		return nil, err
+	}
+	return newBatchRows(c.Conn.Conn().TypeMap(), rows, br, more), nil
 }
 
 func (c *pipeConn) PrepareContext(ctx context.Context, query string) (driver.Stmt, error) {
@@ -138,15 +165,10 @@ func (c *pipeConn) Prepare(query string) (driver.Stmt, error) {
 	return c.PrepareContext(context.Background(), query)
 }
 
-// flush sends BEGIN if not sent yet, the queued statements and, when
-// commit, COMMIT, as one batch: one round trip.
-func (c *pipeConn) flush(ctx context.Context, commit bool) error {
-	if c.err != nil {
-		return c.err
-	}
-	if c.begun && len(c.queue) == 0 && !commit {
-		return nil
-	}
+// send sends, as one batch, BEGIN if not sent yet, the queued statements
+// and what extra queues, and reads the results of all but extra's, which
+// the caller reads before closing br. err is the first failure.
+func (c *pipeConn) send(ctx context.Context, extra func(*pgx.Batch)) (br pgx.BatchResults, err error) {
 	b := &pgx.Batch{}
 	begin := !c.begun
 	if begin {
@@ -157,36 +179,54 @@ func (c *pipeConn) flush(ctx context.Context, commit bool) error {
 	for _, q := range queue {
 		b.Queue(q.sql, q.args...)
 	}
-	if commit {
-		b.Queue("commit")
-	}
-	br := c.Conn.Conn().SendBatch(ctx, b)
-	var first error
-	note := func(err error) {
-		if first == nil && err != nil {
-			first = err
-		}
-	}
+	extra(b)
+	br = c.Conn.Conn().SendBatch(ctx, b)
 	if begin {
-		_, err := br.Exec()
-		note(err)
+		_, err = br.Exec()
 		c.begun = true
 	}
 	for _, q := range queue {
-		tag, err := br.Exec()
-		q.res.sent, q.res.n, q.res.err = true, tag.RowsAffected(), err
-		note(err)
-	}
-	if commit {
-		tag, err := br.Exec()
-		note(err)
-		if err == nil && tag.String() != "COMMIT" {
-			note(pgx.ErrTxCommitRollback)
+		tag, qerr := br.Exec()
+		if qerr == nil && q.required != nil && tag.RowsAffected() == 0 {
+			qerr = q.required
+		}
+		q.res.sent, q.res.n, q.res.err = true, tag.RowsAffected(), qerr
+		if err == nil {
+			err = qerr
 		}
 	}
-	note(br.Close())
-	c.err = first
-	return first
+	c.err = err
+	return br, err
+}
+
+// flush sends what is queued (and BEGIN if not sent yet) and, when commit,
+// COMMIT: one round trip.
+func (c *pipeConn) flush(ctx context.Context, commit bool) error {
+	if c.err != nil {
+		return c.err
+	}
+	if c.begun && len(c.queue) == 0 && !commit {
+		return nil
+	}
+	br, err := c.send(ctx, func(b *pgx.Batch) {
+		if commit {
+			b.Queue("commit")
+		}
+	})
+	if commit && err == nil {
+		tag, cerr := br.Exec()
+		switch {
+		case cerr != nil:
+			err = cerr
+		case tag.String() != "COMMIT":
+			err = pgx.ErrTxCommitRollback
+		}
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	c.err = err
+	return err
 }
 
 // pipeTx ends the transaction: COMMIT goes out with the statements still
@@ -201,6 +241,14 @@ func (t pipeTx) Commit() error {
 	}
 	if !c.begun && len(c.queue) == 0 {
 		return nil
+	}
+	for _, q := range c.queue {
+		if q.required != nil { // told only once sent: not with the COMMIT
+			if err := c.flush(c.txCtx, false); err != nil {
+				return err
+			}
+			break
+		}
 	}
 	return c.flush(c.txCtx, true)
 }

@@ -27,6 +27,7 @@ var Dialect = sqlstore.Dialect{
 	Name:          "postgres",
 	Numbered:      true,
 	CTEWrites:     true,
+	RequiredRows:  true,
 	Classify:      classify,
 	Transient:     transient,
 	MigrationLock: `SELECT pg_advisory_xact_lock(1885434988, hashtext(COALESCE(current_schema(), '')))`,

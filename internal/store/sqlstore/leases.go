@@ -83,8 +83,17 @@ func (r leases) Renew(ctx context.Context, name, holder string, epoch int64, ttl
 // Check is an UPDATE that changes nothing but matches only the fence's
 // holder and epoch: it takes the row lock (a concurrent Take waits for
 // this transaction, then sees its writes) and fails once the lease moved.
+//
+// In a pipelined transaction of an engine that can (Dialect.RequiredRows)
+// the check goes out with the write's next statements: the engine fails
+// the transaction with ErrFenced before it commits.
 func (r leases) Check(ctx context.Context, f store.Fence) error {
-	res, err := r.s.exec(ctx, `UPDATE leases SET epoch = epoch WHERE name = ? AND holder = ? AND epoch = ?`, f.Name, f.Holder, f.Epoch)
+	const q = `UPDATE leases SET epoch = epoch WHERE name = ? AND holder = ? AND epoch = ?`
+	if r.s.e.d.RequiredRows && r.s.inTx && store.Pipelined(ctx) {
+		_, err := r.s.exec(store.WithRequiredRow(ctx, store.ErrFenced), q, f.Name, f.Holder, f.Epoch)
+		return r.s.fail(err, "lease")
+	}
+	res, err := r.s.exec(ctx, q, f.Name, f.Holder, f.Epoch)
 	n, err := affected(res, err)
 	if err != nil {
 		return r.s.fail(err, "lease")

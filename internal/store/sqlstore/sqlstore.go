@@ -52,6 +52,9 @@ type Dialect struct {
 	// CTEWrites says data-modifying statements may appear in WITH (one
 	// round trip for several writes); PostgreSQL has them, SQLite not.
 	CTEWrites bool
+	// RequiredRows says the driver honours store.WithRequiredRow in
+	// pipelined transactions (PostgreSQL's).
+	RequiredRows bool
 }
 
 // querier is what *sql.DB and *sql.Tx share.
