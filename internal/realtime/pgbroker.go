@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -18,15 +19,36 @@ import (
 // signals from the log, so order and the absence of gaps hold across nodes
 // exactly as on one node. A lost wake-up only delays delivery until the next
 // signal or keepalive of the stream, which re-reads the log.
+//
+// A node alone on its database sends nothing: a NOTIFY per signal, which
+// PostgreSQL hands back to the sender's own listening session, costs a
+// node that has no one to wake a sixth of its CPU per message. Each
+// node's listening session carries its name in application_name
+// (listenerPrefix, channel, node), which pg_stat_activity shows to every
+// role; the sender looks there every PeerPoll, and a node that starts says
+// hello at once, so the others start waking it before their next look.
 type PGBroker struct {
 	dsn     string
 	channel string
 	node    string
 
+	// PeerPoll is how often the sender looks for other nodes' listening
+	// sessions (default 1 s): a node gone stops being woken after this.
+	PeerPoll time.Duration
+
+	peers  atomic.Bool  // another node listens (true until the first look)
+	hellos atomic.Int64 // hellos heard: a look that began before one is stale
+	// sent counts the NOTIFYs sent (for tests).
+	sent atomic.Int64
+
 	mu      sync.Mutex
 	pending map[topicKey]int64 // coalesced announcements: newest seq per topic
+	welcome bool               // a node said hello: answer it
 	kick    chan struct{}
 }
+
+// listenerPrefix starts the application_name of a node's listening session.
+const listenerPrefix = "parley-listen:"
 
 // NewPGBroker returns a broker using dsn for its two dedicated connections
 // (one LISTENs, one sends NOTIFYs). channel defaults to "parley_signals";
@@ -35,21 +57,36 @@ func NewPGBroker(dsn, channel string) *PGBroker {
 	if channel == "" {
 		channel = "parley_signals"
 	}
-	return &PGBroker{dsn: dsn, channel: channel, node: model.NewNodeID(),
+	b := &PGBroker{dsn: dsn, channel: channel, node: model.NewNodeID(), PeerPoll: time.Second,
 		pending: map[topicKey]int64{}, kick: make(chan struct{}, 1)}
+	b.peers.Store(true)
+	return b
 }
 
 type wakeMsg struct {
 	Node string `json:"n"`
-	Bot  string `json:"b"`
-	Conv string `json:"c"`
-	Seq  int64  `json:"s"`
+	Bot  string `json:"b,omitempty"`
+	Conv string `json:"c,omitempty"`
+	Seq  int64  `json:"s,omitempty"`
+	// Hello is set by a node that starts listening (helloStart), and by
+	// the nodes answering it (helloWelcome): a node that hears from
+	// another for the first time re-reads its streams' logs, since that
+	// node may have sent nothing while it did not know of this one.
+	Hello int `json:"h,omitempty"`
 }
+
+const (
+	helloStart = 1 + iota
+	helloWelcome
+)
 
 // Announce queues a wake-up; announcements of one conversation coalesce to
 // the newest seq, so this never blocks and memory stays bounded by the
 // number of active conversations.
 func (b *PGBroker) Announce(sig *model.Signal) {
+	if !b.peers.Load() {
+		return // no other node to wake
+	}
 	k := topicKey{sig.BotID, sig.ConversationID}
 	b.mu.Lock()
 	if sig.Seq > b.pending[k] {
@@ -65,7 +102,12 @@ func (b *PGBroker) Announce(sig *model.Signal) {
 // Run listens for wake-ups and sends queued announcements until ctx ends
 // or a connection fails (the hub restarts it).
 func (b *PGBroker) Run(ctx context.Context, wake func(botID, conversationID string, seq int64), resync func()) error {
-	listen, err := pgx.Connect(ctx, b.dsn)
+	cfg, err := pgx.ParseConfig(b.dsn)
+	if err != nil {
+		return fmt.Errorf("pg broker: %w", err)
+	}
+	cfg.RuntimeParams["application_name"] = b.listenerName()
+	listen, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
 		return fmt.Errorf("pg broker: connect listener: %w", err)
 	}
@@ -78,6 +120,10 @@ func (b *PGBroker) Run(ctx context.Context, wake func(botID, conversationID stri
 		return fmt.Errorf("pg broker: connect sender: %w", err)
 	}
 	defer send.Close(context.Background())
+	// Tell the nodes already there to start waking this one.
+	if err := b.notify(ctx, send, wakeMsg{Node: b.node, Hello: helloStart}); err != nil {
+		return err
+	}
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -92,6 +138,8 @@ func (b *PGBroker) Run(ctx context.Context, wake func(botID, conversationID stri
 	// Wake-ups sent while this node was not listening are lost: let every
 	// stream re-read the log.
 	resync()
+	self := send.PgConn().PID()
+	heard := map[string]bool{}
 	for {
 		n, err := listen.WaitForNotification(ctx)
 		if err != nil {
@@ -99,33 +147,119 @@ func (b *PGBroker) Run(ctx context.Context, wake func(botID, conversationID stri
 			<-errc
 			return fmt.Errorf("pg broker: wait: %w", err)
 		}
+		if n.PID == self {
+			continue // this node's own announcement, handed back
+		}
 		var m wakeMsg
 		if json.Unmarshal([]byte(n.Payload), &m) != nil || m.Node == b.node {
 			continue
 		}
-		wake(m.Bot, m.Conv, m.Seq)
+		b.peers.Store(true)
+		if !heard[m.Node] {
+			// m.Node may have sent nothing to this node so far: what it
+			// committed meanwhile is in the log, re-read it.
+			heard[m.Node] = true
+			resync()
+		}
+		switch m.Hello {
+		case helloStart:
+			b.hellos.Add(1)
+			b.mu.Lock()
+			b.welcome = true
+			b.mu.Unlock()
+			b.poke()
+		case 0:
+			wake(m.Bot, m.Conv, m.Seq)
+		}
 	}
 }
 
-func (b *PGBroker) sendLoop(ctx context.Context, conn *pgx.Conn) error {
-	select { // send what a previous connection left behind
+func (b *PGBroker) poke() {
+	select {
 	case b.kick <- struct{}{}:
 	default:
+	}
+}
+
+// listenerName is the application_name of this node's listening session.
+// PostgreSQL cuts names at 63 bytes: this node then does not find its own
+// and keeps waking (lookForPeers).
+func (b *PGBroker) listenerName() string { return b.listenerGroup() + b.node }
+
+// listenerGroup starts the listener names of the nodes on b's channel.
+func (b *PGBroker) listenerGroup() string { return listenerPrefix + b.channel + " " }
+
+// lookForPeers reports whether another node's listening session is on the
+// database. When pg_stat_activity does not show this node's own one (a
+// server that hides application_name), it cannot tell and says yes.
+func (b *PGBroker) lookForPeers(ctx context.Context, conn *pgx.Conn) (bool, error) {
+	rows, err := conn.Query(ctx, `SELECT application_name FROM pg_stat_activity
+		WHERE datname = current_database() AND starts_with(application_name, $1)`, b.listenerGroup())
+	if err != nil {
+		return true, fmt.Errorf("pg broker: look for peers: %w", err)
+	}
+	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return true, fmt.Errorf("pg broker: look for peers: %w", err)
+	}
+	self, others := false, false
+	for _, n := range names {
+		if n == b.listenerName() {
+			self = true
+		} else {
+			others = true
+		}
+	}
+	return others || !self, nil
+}
+
+func (b *PGBroker) notify(ctx context.Context, conn *pgx.Conn, m wakeMsg) error {
+	payload, _ := json.Marshal(m)
+	if _, err := conn.Exec(ctx, "SELECT pg_notify($1, $2)", b.channel, string(payload)); err != nil {
+		return fmt.Errorf("pg broker: notify: %w", err)
+	}
+	b.sent.Add(1)
+	return nil
+}
+
+func (b *PGBroker) sendLoop(ctx context.Context, conn *pgx.Conn) error {
+	b.poke() // send what a previous connection left behind
+	poll := time.NewTicker(b.PeerPoll)
+	defer poll.Stop()
+	look := func() error {
+		heard := b.hellos.Load()
+		peers, err := b.lookForPeers(ctx, conn)
+		// A hello heard during the look comes from a node it may have
+		// missed.
+		b.peers.Store(peers || b.hellos.Load() != heard)
+		return err
+	}
+	if err := look(); err != nil {
+		return err
 	}
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
+		case <-poll.C:
+			if err := look(); err != nil {
+				return err
+			}
+			continue
 		case <-b.kick:
 		}
 		b.mu.Lock()
-		batch := b.pending
-		b.pending = map[topicKey]int64{}
+		batch, welcome := b.pending, b.welcome
+		b.pending, b.welcome = map[topicKey]int64{}, false
 		b.mu.Unlock()
-		if len(batch) == 0 {
+		if len(batch) == 0 && !welcome {
 			continue
 		}
 		var pb pgx.Batch
+		if welcome {
+			payload, _ := json.Marshal(wakeMsg{Node: b.node, Hello: helloWelcome})
+			pb.Queue("SELECT pg_notify($1, $2)", b.channel, string(payload))
+		}
 		for k, seq := range batch {
 			payload, _ := json.Marshal(wakeMsg{Node: b.node, Bot: k.bot, Conv: k.conv, Seq: seq})
 			pb.Queue("SELECT pg_notify($1, $2)", b.channel, string(payload))
@@ -141,8 +275,10 @@ func (b *PGBroker) sendLoop(ctx context.Context, conn *pgx.Conn) error {
 					b.pending[k] = seq
 				}
 			}
+			b.welcome = b.welcome || welcome
 			b.mu.Unlock()
 			return err
 		}
+		b.sent.Add(int64(pb.Len()))
 	}
 }

@@ -61,17 +61,19 @@ func (r states) GetTurn(ctx context.Context, botID, userID, conversationID strin
 
 // The columns and joins that read a turn's start along with the turn
 // (PendingTurnInputs): its user, its conversation and the three states,
-// each possibly missing. The joins take the three scopes as parameters,
-// in the order user, conversation, bot.
+// each possibly missing. The states are scalar subqueries, not joins:
+// PostgreSQL plans a statement's joins together, and with three more
+// tables that plan took 2.8 ms, several times the query's run. The
+// subqueries take the three scopes as parameters, in the order user,
+// conversation, bot, ahead of the statement's other parameters.
 const (
 	turnStartSelect = `u.id, u.name, u.picture_url, u.profile, u.tags, u.created_at, u.updated_at,
 		c.id, c.owner_id, c.integration, c.channel, c.tags, c.created_at, c.updated_at,
-		su.data, sc.data, sb.data`
+		(SELECT data FROM states WHERE bot_id = t.bot_id AND scope = ? AND owner_id = t.user_id),
+		(SELECT data FROM states WHERE bot_id = t.bot_id AND scope = ? AND owner_id = t.conversation_id),
+		(SELECT data FROM states WHERE bot_id = t.bot_id AND scope = ? AND owner_id = t.bot_id)`
 	turnStartJoins = `LEFT JOIN chat_users u ON u.bot_id = t.bot_id AND u.id = t.user_id
-		LEFT JOIN conversations c ON c.bot_id = t.bot_id AND c.id = t.conversation_id
-		LEFT JOIN states su ON su.bot_id = t.bot_id AND su.scope = ? AND su.owner_id = t.user_id
-		LEFT JOIN states sc ON sc.bot_id = t.bot_id AND sc.scope = ? AND sc.owner_id = t.conversation_id
-		LEFT JOIN states sb ON sb.bot_id = t.bot_id AND sb.scope = ? AND sb.owner_id = t.bot_id`
+		LEFT JOIN conversations c ON c.bot_id = t.bot_id AND c.id = t.conversation_id`
 )
 
 // turnStartCols scans turnStartSelect.

@@ -1,0 +1,164 @@
+package realtime
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/parley-bots/parley/internal/model"
+	"github.com/parley-bots/parley/internal/testutil/testdb"
+)
+
+// brokerNode runs one PGBroker as a hub would, recording its wake-ups and
+// resyncs.
+type brokerNode struct {
+	b       *PGBroker
+	cancel  context.CancelFunc
+	done    chan struct{}
+	resyncs atomic.Int64
+
+	mu    sync.Mutex
+	woken []int64 // seqs
+}
+
+func startBroker(t *testing.T, url, channel string) *brokerNode {
+	t.Helper()
+	n := &brokerNode{b: NewPGBroker(url, channel), done: make(chan struct{})}
+	n.b.PeerPoll = 50 * time.Millisecond
+	ctx, cancel := context.WithCancel(context.Background())
+	n.cancel = cancel
+	go func() {
+		defer close(n.done)
+		err := n.b.Run(ctx, func(_, _ string, seq int64) {
+			n.mu.Lock()
+			n.woken = append(n.woken, seq)
+			n.mu.Unlock()
+		}, func() { n.resyncs.Add(1) })
+		if ctx.Err() == nil {
+			t.Errorf("broker stopped: %v", err)
+		}
+	}()
+	t.Cleanup(n.stop)
+	return n
+}
+
+func (n *brokerNode) stop() {
+	n.cancel()
+	<-n.done
+}
+
+func (n *brokerNode) wokenWith(seq int64) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for _, s := range n.woken {
+		if s == seq {
+			return true
+		}
+	}
+	return false
+}
+
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for end := time.Now().Add(5 * time.Second); !cond(); {
+		if time.Now().After(end) {
+			t.Fatalf("timed out waiting until %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestPGBrokerPeers: a node alone on its database sends no wake-up; a node
+// that starts is woken by the others from its hello on, re-reads its
+// streams' logs once it heard from each (what they committed before knew
+// of it), and is not woken by its own announcements; once it is gone, the
+// others stop sending again.
+func TestPGBrokerPeers(t *testing.T) {
+	url := testdb.PostgresURL(t)
+	// Other tests' nodes are not peers; the listener names stay under
+	// PostgreSQL's 63 bytes.
+	channel := "t" + model.NewNodeID()[5:13]
+	sig := func(seq int64) *model.Signal {
+		return &model.Signal{BotID: "bot", ConversationID: "conv", Seq: seq}
+	}
+
+	// What goes out on the channel, seen from a plain session (not a node).
+	watch, err := pgx.Connect(context.Background(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer watch.Close(context.Background())
+	if _, err := watch.Exec(context.Background(), "LISTEN "+pgx.Identifier{channel}.Sanitize()); err != nil {
+		t.Fatal(err)
+	}
+	var heard atomic.Int64
+	watchCtx, stopWatch := context.WithCancel(context.Background())
+	watchDone := make(chan struct{})
+	go func() {
+		defer close(watchDone)
+		for {
+			if _, err := watch.WaitForNotification(watchCtx); err != nil {
+				return
+			}
+			heard.Add(1)
+		}
+	}()
+	defer func() { stopWatch(); <-watchDone }()
+
+	a := startBroker(t, url, channel)
+	eventually(t, "A found itself alone", func() bool { return !a.b.peers.Load() })
+	eventually(t, "A's hello went out", func() bool { return heard.Load() == 1 })
+	for seq := int64(1); seq <= 5; seq++ {
+		a.b.Announce(sig(seq))
+	}
+	time.Sleep(200 * time.Millisecond)
+	if got := heard.Load(); got != 1 {
+		t.Fatalf("a node alone sent %d notifications besides its hello", got-1)
+	}
+	if got := a.b.sent.Load(); got != 1 {
+		t.Fatalf("a node alone counted %d NOTIFYs, want its hello only", got)
+	}
+
+	b := startBroker(t, url, channel)
+	eventually(t, "A heard B's hello", func() bool { return a.b.peers.Load() })
+	eventually(t, "B re-read its logs after A's welcome", func() bool { return b.resyncs.Load() >= 2 })
+	a.b.Announce(sig(6))
+	eventually(t, "B woken by A", func() bool { return b.wokenWith(6) })
+	b.b.Announce(sig(7))
+	eventually(t, "A woken by B", func() bool { return a.wokenWith(7) })
+	time.Sleep(100 * time.Millisecond)
+	if a.wokenWith(6) || b.wokenWith(7) {
+		t.Fatal("a node was woken by its own announcement")
+	}
+	if a.resyncs.Load() != 2 {
+		t.Fatalf("A re-read its logs %d times, want 2 (start, first word from B)", a.resyncs.Load())
+	}
+
+	b.stop()
+	eventually(t, "A found itself alone again", func() bool { return !a.b.peers.Load() })
+	before := a.b.sent.Load()
+	a.b.Announce(sig(8))
+	time.Sleep(150 * time.Millisecond)
+	if a.b.sent.Load() != before {
+		t.Fatal("A still sends once B is gone")
+	}
+}
+
+// TestPGBrokerCannotTell: when pg_stat_activity does not show the node's
+// own listening session (here its name is longer than PostgreSQL keeps),
+// the node cannot tell whether it is alone, and keeps waking.
+func TestPGBrokerCannotTell(t *testing.T) {
+	url := testdb.PostgresURL(t)
+	a := startBroker(t, url, "t"+model.NewNodeID()+model.NewNodeID())
+	eventually(t, "A's hello went out", func() bool { return a.b.sent.Load() == 1 })
+	time.Sleep(3 * a.b.PeerPoll) // it looked at least twice
+	if !a.b.peers.Load() {
+		t.Fatal("a node that cannot see its own listener thinks it is alone")
+	}
+	a.b.Announce(&model.Signal{BotID: "bot", ConversationID: "conv", Seq: 1})
+	eventually(t, "A's announcement went out", func() bool { return a.b.sent.Load() == 2 })
+}

@@ -1,0 +1,273 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"time"
+
+	"github.com/parley-bots/parley/internal/model"
+	"github.com/parley-bots/parley/internal/store"
+)
+
+// The conversations' signal logs and pending turns: the chat type's
+// methods of the turn pipeline (chat.go has its messages, events and the
+// rest).
+
+// ---- signals
+
+// AppendSignal bumps conversations.last_seq and inserts the signal in one
+// transaction (joining the caller's). The UPDATE's row lock serialises
+// appenders of a conversation, and a rollback undoes the bump, so sequence
+// numbers have no gaps.
+func (r chat) AppendSignal(ctx context.Context, sg *model.Signal) error {
+	stamp(&sg.CreatedAt, model.Now())
+	return r.s.tx(ctx, func(s *Store) error {
+		var seq int64
+		if s.e.d.CTEWrites { // one statement instead of two
+			err := s.queryRow(ctx, `WITH c AS (
+				UPDATE conversations SET last_seq = last_seq + 1 WHERE bot_id = ? AND id = ? RETURNING bot_id, id, last_seq)
+				INSERT INTO signals (bot_id, conversation_id, seq, type, data, created_at)
+				SELECT bot_id, id, last_seq, ?, ?, ? FROM c RETURNING seq`,
+				sg.BotID, sg.ConversationID, sg.Type, rawText(sg.Data), ms(sg.CreatedAt)).Scan(&seq)
+			if err != nil {
+				return s.fail(err, "conversation")
+			}
+			sg.Seq = seq
+			return nil
+		}
+		err := s.queryRow(ctx, `UPDATE conversations SET last_seq = last_seq + 1 WHERE bot_id = ? AND id = ? RETURNING last_seq`,
+			sg.BotID, sg.ConversationID).Scan(&seq)
+		if err != nil {
+			return s.fail(err, "conversation")
+		}
+		_, err = s.exec(ctx, `INSERT INTO signals (bot_id, conversation_id, seq, type, data, created_at) VALUES (?, ?, ?, ?, ?, ?)`,
+			sg.BotID, sg.ConversationID, seq, sg.Type, rawText(sg.Data), ms(sg.CreatedAt))
+		if err != nil {
+			return s.fail(err, "signal")
+		}
+		sg.Seq = seq
+		return nil
+	})
+}
+
+// AppendSignalTurn appends sg and, when t is not nil, enqueues t, taking
+// both conversation numbers with one UPDATE of the conversation row (and,
+// where the engine allows writes in WITH, the inserts in the same
+// statement: one round trip). A t with a non-zero Seq keeps it.
+func (r chat) AppendSignalTurn(ctx context.Context, sg *model.Signal, t *model.Turn) error {
+	if t == nil {
+		return r.AppendSignal(ctx, sg)
+	}
+	stamp(&sg.CreatedAt, model.Now())
+	stamp(&t.CreatedAt, model.Now())
+	if t.BotID != sg.BotID || t.ConversationID != sg.ConversationID {
+		return model.Invalid("signal and turn of different conversations")
+	}
+	bump := 1
+	if t.Seq != 0 {
+		bump = 0
+	}
+	return r.s.tx(ctx, func(s *Store) error {
+		var seq, tseq int64
+		if s.e.d.CTEWrites {
+			err := s.queryRow(ctx, `WITH c AS (
+				UPDATE conversations SET last_seq = last_seq + 1, turn_seq = turn_seq + ?
+				WHERE bot_id = ? AND id = ? RETURNING bot_id, id, last_seq, turn_seq),
+			sg AS (INSERT INTO signals (bot_id, conversation_id, seq, type, data, created_at)
+				SELECT bot_id, id, last_seq, ?, ?, ? FROM c),
+			tn AS (INSERT INTO turns (bot_id, conversation_id, seq, kind, ref_id, user_id, attempts, created_at)
+				SELECT bot_id, id, CASE WHEN ? = 0 THEN turn_seq ELSE ? END, ?, ?, ?, ?, ? FROM c)
+			SELECT last_seq, turn_seq FROM c`,
+				bump, sg.BotID, sg.ConversationID,
+				sg.Type, rawText(sg.Data), ms(sg.CreatedAt),
+				t.Seq, t.Seq, t.Kind, t.RefID, t.UserID, t.Attempts, ms(t.CreatedAt)).Scan(&seq, &tseq)
+			if err != nil {
+				return s.fail(err, "conversation")
+			}
+		} else {
+			err := s.queryRow(ctx, `UPDATE conversations SET last_seq = last_seq + 1, turn_seq = turn_seq + ?
+				WHERE bot_id = ? AND id = ? RETURNING last_seq, turn_seq`,
+				bump, sg.BotID, sg.ConversationID).Scan(&seq, &tseq)
+			if err != nil {
+				return s.fail(err, "conversation")
+			}
+			if _, err := s.exec(ctx, `INSERT INTO signals (bot_id, conversation_id, seq, type, data, created_at) VALUES (?, ?, ?, ?, ?, ?)`,
+				sg.BotID, sg.ConversationID, seq, sg.Type, rawText(sg.Data), ms(sg.CreatedAt)); err != nil {
+				return s.fail(err, "signal")
+			}
+			if t.Seq != 0 {
+				tseq = t.Seq
+			}
+			if _, err := s.exec(ctx, `INSERT INTO turns (bot_id, conversation_id, seq, kind, ref_id, user_id, attempts, created_at)
+				VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+				t.BotID, t.ConversationID, tseq, t.Kind, t.RefID, t.UserID, t.Attempts, ms(t.CreatedAt)); err != nil {
+				return s.fail(err, "turn")
+			}
+		}
+		sg.Seq = seq
+		if t.Seq == 0 {
+			t.Seq = tseq
+		}
+		return nil
+	})
+}
+
+func (r chat) RedactMessageSignal(ctx context.Context, botID, conversationID, messageID, typ string, data json.RawMessage) error {
+	// The message's data starts with its id (wire.MessageCreatedData).
+	b, _ := json.Marshal(messageID)
+	_, err := r.s.exec(ctx, `UPDATE signals SET type = ?, data = ? WHERE bot_id = ? AND conversation_id = ? AND type = ? AND data LIKE ?`,
+		typ, rawText(data), botID, conversationID, model.SignalMessageCreated, `{"id":`+string(b)+`,%`)
+	return r.s.fail(err, "signal")
+}
+
+func (r chat) SignalsAfter(ctx context.Context, botID, conversationID string, after int64, limit int) ([]*model.Signal, error) {
+	if limit <= 0 {
+		limit = maxPageSize
+	}
+	return all(ctx, r.s, "signals", func(sc scanner) (*model.Signal, error) {
+		var sg model.Signal
+		var data string
+		var c int64
+		if err := sc.Scan(&sg.BotID, &sg.ConversationID, &sg.Seq, &sg.Type, &data, &c); err != nil {
+			return nil, err
+		}
+		sg.Data, sg.CreatedAt = json.RawMessage(data), fromMS(c)
+		return &sg, nil
+	}, `SELECT bot_id, conversation_id, seq, type, data, created_at FROM signals
+		WHERE bot_id = ? AND conversation_id = ? AND seq > ? ORDER BY seq LIMIT ?`, botID, conversationID, after, limit)
+}
+
+// ---- turns
+
+// EnqueueTurn stores t; a zero Seq is replaced by the conversation's next
+// turn number (taken like signal numbers, so concurrent enqueues are safe).
+func (r chat) EnqueueTurn(ctx context.Context, t *model.Turn) error {
+	stamp(&t.CreatedAt, model.Now())
+	return r.s.tx(ctx, func(s *Store) error {
+		if t.Seq == 0 {
+			err := s.queryRow(ctx, `UPDATE conversations SET turn_seq = turn_seq + 1 WHERE bot_id = ? AND id = ? RETURNING turn_seq`,
+				t.BotID, t.ConversationID).Scan(&t.Seq)
+			if err != nil {
+				return s.fail(err, "conversation")
+			}
+		}
+		_, err := s.exec(ctx, `INSERT INTO turns (bot_id, conversation_id, seq, kind, ref_id, user_id, attempts, created_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+			t.BotID, t.ConversationID, t.Seq, t.Kind, t.RefID, t.UserID, t.Attempts, ms(t.CreatedAt))
+		return s.fail(err, "turn")
+	})
+}
+
+func (r chat) PendingTurns(ctx context.Context, botID, conversationID string, limit int) ([]*model.Turn, error) {
+	if limit <= 0 {
+		limit = maxPageSize
+	}
+	return all(ctx, r.s, "turns", func(sc scanner) (*model.Turn, error) {
+		var t model.Turn
+		var c int64
+		if err := sc.Scan(&t.BotID, &t.ConversationID, &t.Seq, &t.Kind, &t.RefID, &t.UserID, &t.Attempts, &c); err != nil {
+			return nil, err
+		}
+		t.CreatedAt = fromMS(c)
+		return &t, nil
+	}, `SELECT bot_id, conversation_id, seq, kind, ref_id, user_id, attempts, created_at FROM turns
+		WHERE bot_id = ? AND conversation_id = ? ORDER BY seq LIMIT ?`, botID, conversationID, limit)
+}
+
+// PendingTurnInputs joins each pending turn with its message or event
+// (LEFT JOINs: a turn whose row is gone comes back alone).
+func (r chat) PendingTurnInputs(ctx context.Context, botID, conversationID string, limit int) ([]store.PendingTurn, error) {
+	if limit <= 0 {
+		limit = maxPageSize
+	}
+	first := true
+	return all(ctx, r.s, "turns", func(sc scanner) (store.PendingTurn, error) {
+		var t model.Turn
+		var c int64
+		var mID, mConv, mUser, mPayload, mMeta, mTags, mDir sql.NullString
+		var mAt sql.NullInt64
+		var eID, eConv, eUser, eType, ePayload, eStatus, eMsg sql.NullString
+		var eAt sql.NullInt64
+		var handoff sql.NullString
+		var st turnStartCols
+		if err := sc.Scan(append([]any{&t.BotID, &t.ConversationID, &t.Seq, &t.Kind, &t.RefID, &t.UserID, &t.Attempts, &c,
+			&mID, &mConv, &mUser, &mPayload, &mMeta, &mTags, &mDir, &mAt,
+			&eID, &eConv, &eUser, &eType, &ePayload, &eAt, &eStatus, &eMsg, &handoff}, st.dest()...)...); err != nil {
+			return store.PendingTurn{}, err
+		}
+		t.CreatedAt = fromMS(c)
+		p := store.PendingTurn{Turn: &t, Handoff: handoff.Valid}
+		if first {
+			first = false
+			start, err := st.start(t.BotID)
+			if err != nil {
+				return store.PendingTurn{}, err
+			}
+			p.Start = start
+		}
+		if mID.Valid {
+			m := &model.Message{BotID: t.BotID, ID: mID.String, ConversationID: mConv.String, UserID: mUser.String,
+				Payload: json.RawMessage(mPayload.String), Direction: mDir.String, CreatedAt: fromMS(mAt.Int64)}
+			if mMeta.Valid {
+				m.Metadata = json.RawMessage(mMeta.String)
+			}
+			if err := fromJSON(mTags.String, &m.Tags); err != nil {
+				return store.PendingTurn{}, err
+			}
+			p.Message = m
+		}
+		if eID.Valid {
+			p.Event = &model.Event{BotID: t.BotID, ID: eID.String, ConversationID: eConv.String, UserID: eUser.String,
+				Type: eType.String, Payload: json.RawMessage(ePayload.String), CreatedAt: fromMS(eAt.Int64),
+				Status: eStatus.String, MessageID: eMsg.String}
+		}
+		return p, nil
+	}, `SELECT t.bot_id, t.conversation_id, t.seq, t.kind, t.ref_id, t.user_id, t.attempts, t.created_at,
+		m.id, m.conversation_id, m.user_id, m.payload, m.metadata, m.tags, m.direction, m.created_at,
+		e.id, e.conversation_id, e.user_id, e.type, e.payload, e.created_at, e.status, e.message_id, h.status, `+turnStartSelect+`
+		FROM turns t
+		LEFT JOIN messages m ON t.kind = ? AND m.bot_id = t.bot_id AND m.id = t.ref_id
+		LEFT JOIN events e ON t.kind = ? AND e.bot_id = t.bot_id AND e.id = t.ref_id
+		LEFT JOIN handoffs h ON h.bot_id = t.bot_id AND h.conversation_id = t.conversation_id
+		`+turnStartJoins+`
+		WHERE t.bot_id = ? AND t.conversation_id = ? ORDER BY t.seq `+limitLiteral(limit),
+		store.ScopeUser, store.ScopeConversation, store.ScopeBot, model.TurnMessage, model.TurnEvent, botID, conversationID)
+}
+
+// PendingConversations lists conversations with turns, oldest waiting first.
+func (r chat) PendingConversations(ctx context.Context, limit int) ([]model.ConversationRef, error) {
+	if limit <= 0 {
+		limit = maxPageSize
+	}
+	return all(ctx, r.s, "turns", func(sc scanner) (model.ConversationRef, error) {
+		var c model.ConversationRef
+		var oldest int64
+		return c, sc.Scan(&c.BotID, &c.ConversationID, &oldest)
+	}, `SELECT bot_id, conversation_id, MIN(created_at) AS oldest FROM turns
+		GROUP BY bot_id, conversation_id ORDER BY oldest, bot_id, conversation_id LIMIT ?`, limit)
+}
+
+// UnleasedPendingConversations joins the pending turns with their
+// conversations' leases (one index lookup each).
+func (r chat) UnleasedPendingConversations(ctx context.Context, leasePrefix string, limit int) ([]model.ConversationRef, error) {
+	if limit <= 0 {
+		limit = maxPageSize
+	}
+	return all(ctx, r.s, "turns", func(sc scanner) (model.ConversationRef, error) {
+		var c model.ConversationRef
+		var oldest int64
+		return c, sc.Scan(&c.BotID, &c.ConversationID, &oldest)
+	}, `SELECT t.bot_id, t.conversation_id, MIN(t.created_at) AS oldest FROM turns t
+		LEFT JOIN leases l ON l.name = CAST(? AS TEXT) || t.bot_id || ':' || t.conversation_id
+		WHERE l.name IS NULL OR l.expires_at <= ?
+		GROUP BY t.bot_id, t.conversation_id ORDER BY oldest, t.bot_id, t.conversation_id `+limitLiteral(limit),
+		leasePrefix, time.Now().UnixMilli())
+}
+
+// CompleteTurn is idempotent: completing a turn twice (say, after a
+// recovery) is not an error.
+func (r chat) CompleteTurn(ctx context.Context, botID, conversationID string, seq int64) error {
+	_, err := r.s.exec(ctx, `DELETE FROM turns WHERE bot_id = ? AND conversation_id = ? AND seq = ?`, botID, conversationID, seq)
+	return r.s.fail(err, "turn")
+}
