@@ -223,6 +223,7 @@ type closedResult struct {
 	lat              []time.Duration
 	drain            time.Duration // after the load stopped, until every reply arrived (-1: not within the limit)
 	cpu              time.Duration // the server's CPU time over the run and the drain
+	dbCPU            time.Duration // the PostgreSQL server's, when measured
 }
 
 // cpuPerMsg is the server's CPU time per accepted message, in µs: less
@@ -232,6 +233,15 @@ func (r closedResult) cpuPerMsg() float64 {
 		return 0
 	}
 	return float64(r.cpu.Microseconds()) / float64(r.ok)
+}
+
+// dbCPUPerMsg is the PostgreSQL server's CPU time per accepted message, in
+// µs (0: not measured).
+func (r closedResult) dbCPUPerMsg() float64 {
+	if r.ok == 0 {
+		return 0
+	}
+	return float64(r.dbCPU.Microseconds()) / float64(r.ok)
 }
 
 func (r closedResult) rate() float64 { return float64(r.ok) / r.elapsed.Seconds() }
@@ -261,7 +271,7 @@ func closedLoop(t *target, clients int, do sendTo, d time.Duration, rep *replies
 	if rep != nil {
 		before = rep.count.Load()
 	}
-	cpu0 := cpuTime(t.pid())
+	cpu0, db0 := cpuTime(t.pid()), dbCPUTime(t.dbPID)
 	start := time.Now()
 	deadline := start.Add(d)
 	for i := range clients {
@@ -299,6 +309,7 @@ func closedLoop(t *target, clients int, do sendTo, d time.Duration, rep *replies
 		}
 	}
 	res.cpu = cpuTime(t.pid()) - cpu0
+	res.dbCPU = dbCPUTime(t.dbPID) - db0
 	return res
 }
 

@@ -218,7 +218,9 @@ func runEngine(o options, engine, dir string) (map[string]float64, error) {
 		}
 	}()
 	env := slices.Clone(o.env)
+	dbPID := 0
 	if engine == "postgres" {
+		dbPID = postmasterPID(o.pgURL)
 		pool, err := pgPoolEnv(o.pgURL, len(o.bins))
 		if err != nil {
 			return nil, err
@@ -234,6 +236,7 @@ func runEngine(o options, engine, dir string) (map[string]float64, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", b.label, err)
 		}
+		t.dbPID = dbPID
 		p := &parleyTarget{target: t}
 		ps = append(ps, p)
 		if p.chat, err = newChatBot(t); err != nil {
@@ -300,8 +303,8 @@ func runEngine(o options, engine, dir string) (map[string]float64, error) {
 		return float64(r.ok) / (r.elapsed + r.drain).Seconds()
 	}
 	bareRate := median(results["bare"], closedResult.rate)
-	fmt.Println("| target | 2xx/s | sustained/s (replies included) | × bare | server CPU µs/msg | drain after load | p50 | p99 | 429 | errors | sustained/s per round |")
-	fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|")
+	fmt.Println("| target | 2xx/s | sustained/s (replies included) | × bare | server CPU µs/msg | PostgreSQL CPU µs/msg | drain after load | p50 | p99 | 429 | errors | sustained/s per round |")
+	fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|---|")
 	sustained := map[string]float64{}
 	names := []string{"bare"}
 	if botkit != nil {
@@ -322,13 +325,20 @@ func runEngine(o options, engine, dir string) (map[string]float64, error) {
 		for _, r := range rs {
 			each = append(each, fmt.Sprintf("%.0f", sustainedOf(r)))
 		}
-		fmt.Printf("| %s | %.0f | %.0f | %.3f× | %.0f | %s | %s | %s | %d | %d | %s |\n", name, rate, sus, sus/bareRate,
-			median(rs, closedResult.cpuPerMsg), drain, ms(pct(mid.lat, 0, 0.5)), ms(pct(mid.lat, 0, 0.99)), mid.shed, mid.failed,
+		db := "–" // SQLite's work is the server's; the bare handler and Botkit store nothing
+		if v := median(rs, closedResult.dbCPUPerMsg); v > 0 {
+			db = fmt.Sprintf("%.0f", v)
+		}
+		fmt.Printf("| %s | %.0f | %.0f | %.3f× | %.0f | %s | %s | %s | %s | %d | %d | %s |\n", name, rate, sus, sus/bareRate,
+			median(rs, closedResult.cpuPerMsg), db, drain, ms(pct(mid.lat, 0, 0.5)), ms(pct(mid.lat, 0, 0.99)), mid.shed, mid.failed,
 			strings.Join(each, " "))
 	}
 	for _, p := range ps[1:] {
 		fmt.Printf("\n%s / %s: sustained %.2f×, CPU per message %.2f×", ps[0].name, p.name, sustained[ps[0].name]/sustained[p.name],
 			median(results[ps[0].name], closedResult.cpuPerMsg)/median(results[p.name], closedResult.cpuPerMsg))
+		if db := median(results[p.name], closedResult.dbCPUPerMsg); db > 0 {
+			fmt.Printf(", PostgreSQL CPU per message %.2f×", median(results[ps[0].name], closedResult.dbCPUPerMsg)/db)
+		}
 	}
 	if botkit != nil {
 		bk := results["botkit"]

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -264,5 +265,31 @@ func TestPGPoolEnv(t *testing.T) {
 		case strings.Join(got, " ") != tc.want:
 			t.Errorf("%d servers: %q, want %q", tc.servers, got, tc.want)
 		}
+	}
+}
+
+// TestDBCPUTime: the PostgreSQL server's CPU time, read from /proc when it
+// runs on this machine, grows by what a query of ours costs it.
+func TestDBCPUTime(t *testing.T) {
+	url := testdb.PostgresURL(t)
+	pm := postmasterPID(url)
+	if pm == 0 {
+		t.Skip("the PostgreSQL server does not run on this machine (or /proc does not show it)")
+	}
+	if got := dbCPUTime(0); got != 0 {
+		t.Fatalf("no server: %v", got)
+	}
+	conn, err := pgx.Connect(t.Context(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(t.Context())
+	before := dbCPUTime(pm)
+	var n int64
+	if err := conn.QueryRow(t.Context(), "SELECT count(*) FROM generate_series(1, 5000000) g WHERE g % 7 = 0").Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if spent := dbCPUTime(pm) - before; spent < 100*time.Millisecond {
+		t.Fatalf("a query of %d rows cost the server %v of CPU", n, spent)
 	}
 }

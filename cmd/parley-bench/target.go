@@ -34,6 +34,10 @@ type target struct {
 	token string // Parley's admin token; empty for the bare handler
 	cmd   *exec.Cmd
 	drop  func() // drops the target's PostgreSQL database
+	// dbPID is the PostgreSQL server's postmaster when it runs on this
+	// machine and /proc shows it (0 otherwise): its CPU time and its
+	// backends' are the database's share of a message.
+	dbPID int
 }
 
 // pid is the child's process id (its memory is read from /proc).
@@ -296,16 +300,73 @@ func rssKB(pid int) int64 {
 // cpuTime is the CPU time (user + system) a process has used, from /proc
 // (Linux; clock ticks of 10 ms).
 func cpuTime(pid int) time.Duration {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0
-	}
-	// The fields after the command name (in parentheses, may hold spaces).
-	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+	f := procStat(pid)
 	if len(f) < 13 {
 		return 0
 	}
 	utime, _ := strconv.ParseInt(f[11], 10, 64)
 	stime, _ := strconv.ParseInt(f[12], 10, 64)
 	return time.Duration(utime+stime) * 10 * time.Millisecond
+}
+
+// postmasterPID is the process id of the PostgreSQL server at url when it
+// runs on this machine (the parent of a backend of ours, read from
+// /proc), or 0.
+func postmasterPID(url string) int {
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		return 0
+	}
+	defer conn.Close(ctx)
+	var backend int
+	if conn.QueryRow(ctx, "SELECT pg_backend_pid()").Scan(&backend) != nil {
+		return 0
+	}
+	f := procStat(backend)
+	if len(f) < 2 {
+		return 0
+	}
+	pm, _ := strconv.Atoi(f[1])
+	return pm
+}
+
+// dbCPUTime is the CPU time the PostgreSQL server with postmaster pm has
+// used: the postmaster's own and that of its children gone (cutime,
+// cstime), plus that of its children alive.
+func dbCPUTime(pm int) time.Duration {
+	if pm == 0 {
+		return 0
+	}
+	ticks := func(f []string, fields ...int) (n int64) {
+		for _, i := range fields {
+			if i < len(f) {
+				v, _ := strconv.ParseInt(f[i], 10, 64)
+				n += v
+			}
+		}
+		return n
+	}
+	total := ticks(procStat(pm), 11, 12, 13, 14)
+	dirs, _ := os.ReadDir("/proc")
+	parent := strconv.Itoa(pm)
+	for _, d := range dirs {
+		if pid, err := strconv.Atoi(d.Name()); err == nil && pid != pm {
+			if f := procStat(pid); len(f) > 12 && f[1] == parent {
+				total += ticks(f, 11, 12)
+			}
+		}
+	}
+	return time.Duration(total) * 10 * time.Millisecond
+}
+
+// procStat is a process's /proc stat fields after its command name (state
+// first, then ppid, ...; utime and stime at 11 and 12), or nil.
+func procStat(pid int) []string {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return nil
+	}
+	// The command name is in parentheses and may hold spaces.
+	return strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
 }

@@ -29,6 +29,7 @@ var Dialect = sqlstore.Dialect{
 	CTEWrites:     true,
 	RequiredRows:  true,
 	Classify:      classify,
+	Table:         table,
 	Transient:     transient,
 	MigrationLock: `SELECT pg_advisory_xact_lock(1885434988, hashtext(COALESCE(current_schema(), '')))`,
 }
@@ -93,6 +94,15 @@ func classify(err error) sqlstore.Violation {
 		return sqlstore.ForeignKeyViolation
 	}
 	return sqlstore.NoViolation
+}
+
+// table is the table of the constraint err violates.
+func table(err error) string {
+	var e *pgconn.PgError
+	if errors.As(err, &e) {
+		return e.TableName
+	}
+	return ""
 }
 
 // transient: the server could not be reached or refused the connection,

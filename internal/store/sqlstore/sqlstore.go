@@ -38,6 +38,10 @@ type Dialect struct {
 	Numbered bool
 	// Classify tells which constraint, if any, err violates.
 	Classify func(err error) Violation
+	// Table, when set, names the table of a violated constraint (""
+	// when unknown): a pipelined transaction reports a queued
+	// statement's error at a later call, whose resource is another.
+	Table func(err error) string
 	// Transient tells whether err is the engine being unavailable for
 	// now (store.Store.Transient); nil: never.
 	Transient func(err error) bool
@@ -369,11 +373,23 @@ func (s *Store) fail(err error, what string) error {
 	}
 	switch s.e.d.Classify(err) {
 	case UniqueViolation:
+		if s.e.d.Table != nil {
+			if noun := tableNouns[s.e.d.Table(err)]; noun != "" {
+				what = noun
+			}
+		}
 		return model.Conflict("%s already exists", what)
 	case ForeignKeyViolation:
 		return model.Errorf(model.ErrNotFound, "%s refers to a resource that was not found", what)
 	}
 	return fmt.Errorf("%s: %w", what, err)
+}
+
+// tableNouns names, in errors, the resource of the tables whose unique
+// keys the chat pipeline's statements can hit.
+var tableNouns = map[string]string{
+	"messages": "message", "signals": "signal", "turns": "turn", "events": "event",
+	"conversations": "conversation", "chat_users": "user", "participants": "participant",
 }
 
 // scanner is a *sql.Row or *sql.Rows.
