@@ -37,6 +37,7 @@ type PGBroker struct {
 	PeerPoll time.Duration
 
 	peers  atomic.Bool  // another node listens (true until the first look)
+	legacy atomic.Bool  // a node of an older version (no hello) was heard: always send
 	hellos atomic.Int64 // hellos heard: a look that began before one is stale
 	// sent counts the NOTIFYs sent (for tests).
 	sent atomic.Int64
@@ -73,6 +74,11 @@ type wakeMsg struct {
 	// another for the first time re-reads its streams' logs, since that
 	// node may have sent nothing while it did not know of this one.
 	Hello int `json:"h,omitempty"`
+	// V is 1 from nodes that say hello. A node of an earlier version
+	// sends none and cannot be found in pg_stat_activity: once one is
+	// heard, this node sends to it as earlier versions did (a rolling
+	// upgrade).
+	V int `json:"v,omitempty"`
 }
 
 const (
@@ -84,7 +90,7 @@ const (
 // the newest seq, so this never blocks and memory stays bounded by the
 // number of active conversations.
 func (b *PGBroker) Announce(sig *model.Signal) {
-	if !b.peers.Load() {
+	if !b.peers.Load() && !b.legacy.Load() {
 		return // no other node to wake
 	}
 	k := topicKey{sig.BotID, sig.ConversationID}
@@ -121,7 +127,7 @@ func (b *PGBroker) Run(ctx context.Context, wake func(botID, conversationID stri
 	}
 	defer send.Close(context.Background())
 	// Tell the nodes already there to start waking this one.
-	if err := b.notify(ctx, send, wakeMsg{Node: b.node, Hello: helloStart}); err != nil {
+	if err := b.notify(ctx, send, wakeMsg{Node: b.node, Hello: helloStart, V: 1}); err != nil {
 		return err
 	}
 
@@ -155,6 +161,9 @@ func (b *PGBroker) Run(ctx context.Context, wake func(botID, conversationID stri
 			continue
 		}
 		b.peers.Store(true)
+		if m.V == 0 {
+			b.legacy.Store(true)
+		}
 		if !heard[m.Node] {
 			// m.Node may have sent nothing to this node so far: what it
 			// committed meanwhile is in the log, re-read it.
@@ -257,11 +266,11 @@ func (b *PGBroker) sendLoop(ctx context.Context, conn *pgx.Conn) error {
 		}
 		var pb pgx.Batch
 		if welcome {
-			payload, _ := json.Marshal(wakeMsg{Node: b.node, Hello: helloWelcome})
+			payload, _ := json.Marshal(wakeMsg{Node: b.node, Hello: helloWelcome, V: 1})
 			pb.Queue("SELECT pg_notify($1, $2)", b.channel, string(payload))
 		}
 		for k, seq := range batch {
-			payload, _ := json.Marshal(wakeMsg{Node: b.node, Bot: k.bot, Conv: k.conv, Seq: seq})
+			payload, _ := json.Marshal(wakeMsg{Node: b.node, Bot: k.bot, Conv: k.conv, Seq: seq, V: 1})
 			pb.Queue("SELECT pg_notify($1, $2)", b.channel, string(payload))
 		}
 		sctx, cancel := context.WithTimeout(ctx, 10*time.Second)

@@ -162,3 +162,29 @@ func TestPGBrokerCannotTell(t *testing.T) {
 	a.b.Announce(&model.Signal{BotID: "bot", ConversationID: "conv", Seq: 1})
 	eventually(t, "A's announcement went out", func() bool { return a.b.sent.Load() == 2 })
 }
+
+// TestPGBrokerOlderNode: a node of an earlier version (its wake-ups carry
+// no version, its listening session no name) is not found in
+// pg_stat_activity; once one is heard, a node keeps sending, as the older
+// nodes did (a rolling upgrade).
+func TestPGBrokerOlderNode(t *testing.T) {
+	url := testdb.PostgresURL(t)
+	channel := "t" + model.NewNodeID()[5:13]
+	a := startBroker(t, url, channel)
+	eventually(t, "A found itself alone", func() bool { return !a.b.peers.Load() })
+
+	old, err := pgx.Connect(context.Background(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer old.Close(context.Background())
+	if _, err := old.Exec(context.Background(), "SELECT pg_notify($1, $2)", channel,
+		`{"n":"node-older","b":"bot","c":"conv","s":3}`); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "A woken by the older node", func() bool { return a.wokenWith(3) })
+	time.Sleep(3 * a.b.PeerPoll) // A looked again, and found no listener it can name
+	before := a.b.sent.Load()
+	a.b.Announce(&model.Signal{BotID: "bot", ConversationID: "conv", Seq: 4})
+	eventually(t, "A's announcement went out", func() bool { return a.b.sent.Load() > before })
+}

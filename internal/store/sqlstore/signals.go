@@ -235,16 +235,19 @@ func (r chat) PendingTurnInputs(ctx context.Context, botID, conversationID strin
 		store.ScopeUser, store.ScopeConversation, store.ScopeBot, model.TurnMessage, model.TurnEvent, botID, conversationID)
 }
 
+// scanPendingConversation scans a row of (bot_id, conversation_id, oldest).
+func scanPendingConversation(sc scanner) (model.ConversationRef, error) {
+	var c model.ConversationRef
+	var oldest int64
+	return c, sc.Scan(&c.BotID, &c.ConversationID, &oldest)
+}
+
 // PendingConversations lists conversations with turns, oldest waiting first.
 func (r chat) PendingConversations(ctx context.Context, limit int) ([]model.ConversationRef, error) {
 	if limit <= 0 {
 		limit = maxPageSize
 	}
-	return all(ctx, r.s, "turns", func(sc scanner) (model.ConversationRef, error) {
-		var c model.ConversationRef
-		var oldest int64
-		return c, sc.Scan(&c.BotID, &c.ConversationID, &oldest)
-	}, `SELECT bot_id, conversation_id, MIN(created_at) AS oldest FROM turns
+	return all(ctx, r.s, "turns", scanPendingConversation, `SELECT bot_id, conversation_id, MIN(created_at) AS oldest FROM turns
 		GROUP BY bot_id, conversation_id ORDER BY oldest, bot_id, conversation_id LIMIT ?`, limit)
 }
 
@@ -254,11 +257,7 @@ func (r chat) UnleasedPendingConversations(ctx context.Context, leasePrefix stri
 	if limit <= 0 {
 		limit = maxPageSize
 	}
-	return all(ctx, r.s, "turns", func(sc scanner) (model.ConversationRef, error) {
-		var c model.ConversationRef
-		var oldest int64
-		return c, sc.Scan(&c.BotID, &c.ConversationID, &oldest)
-	}, `SELECT t.bot_id, t.conversation_id, MIN(t.created_at) AS oldest FROM turns t
+	return all(ctx, r.s, "turns", scanPendingConversation, `SELECT t.bot_id, t.conversation_id, MIN(t.created_at) AS oldest FROM turns t
 		LEFT JOIN leases l ON l.name = CAST(? AS TEXT) || t.bot_id || ':' || t.conversation_id
 		WHERE l.name IS NULL OR l.expires_at <= ?
 		GROUP BY t.bot_id, t.conversation_id ORDER BY oldest, t.bot_id, t.conversation_id `+limitLiteral(limit),
