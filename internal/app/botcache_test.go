@@ -81,3 +81,44 @@ func TestBatchedTurnsSeeEachOthersState(t *testing.T) {
 		}
 	})
 }
+
+// TestBatchedTurnsSeeEachOthersCalls: a turn that changed no state starts
+// the next turn of its batch from the batch's read only when it made no
+// Runtime API call: here the first turn tags the user through the client
+// (its state untouched), and the turns read in the same batch after it
+// must see the tag.
+func TestBatchedTurnsSeeEachOthersCalls(t *testing.T) {
+	engines(t, func(t *testing.T, cfg func() app.Config) {
+		a := testapp.Start(t, cfg())
+		bot, chatURL, _ := codeBot(t, a, `bot.on.message('text', async ({ message, event, client }) => {
+  if (message.payload.text === 'tag') await client.updateUser({ id: event.userId, tags: { seen: 'yes' } })
+  const seen = (event.tags.user && event.tags.user.seen) || '-'
+  await client.createMessage({ conversationId: message.conversationId, payload: { type: 'text',
+    text: message.payload.text + ':' + seen } })
+})`)
+		key, convID := newChatConversation(t, chatURL)
+		const n = 12
+		sends := []string{"tag"}
+		for i := 1; i < n; i++ {
+			sends = append(sends, fmt.Sprint(i))
+		}
+		for _, s := range sends {
+			sendChatText(t, chatURL, key, convID, s)
+		}
+		replies := map[string]string{}
+		for deadline := time.Now().Add(30 * time.Second); len(replies) < n && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+			for _, s := range botTexts(t, a, bot.ID, convID) {
+				k, rest, _ := strings.Cut(s, ":")
+				replies[k] = rest
+			}
+		}
+		if replies["tag"] != "-" {
+			t.Fatalf("the tagging turn saw %q before its own call", replies["tag"])
+		}
+		for _, s := range sends[1:] {
+			if replies[s] != "yes" {
+				t.Fatalf("message %s: saw %q, want the tag set by the turn before it (all: %v)", s, replies[s], replies)
+			}
+		}
+	})
+}

@@ -282,9 +282,12 @@ type PendingTurn struct {
 	// Handoff is set when the conversation is in handoff (store.Handoffs)
 	// as the turn is read: its bot is paused.
 	Handoff bool
-	// Start is, for the first turn of the batch only, what the turn starts
-	// with (States.GetTurn), read in the same query; the next turns of the
-	// batch read theirs when they start, after the turns before them.
+	// Start is what the turn starts with (States.GetTurn), read in the
+	// same query as the batch. The first turn of the batch starts from
+	// it; a later one only while the turns before it in the batch changed
+	// none of it (turns.startKeeper), else it reads its own when it
+	// starts. Whatever was written before the turn's message is in it: the
+	// batch is read after every message of its turns was committed.
 	Start *TurnStart
 }
 

@@ -57,7 +57,8 @@ type TurnInput struct {
 	Message     *wire.Message
 	MessageTags map[string]string
 	// start is what the turn starts with when it was read with the turn
-	// (the first of a batch, store.PendingTurn.Start); nil: read it.
+	// (store.PendingTurn.Start, while the batch's turns before it kept
+	// it); nil: read it.
 	start *store.TurnStart
 }
 

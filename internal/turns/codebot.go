@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -171,6 +172,12 @@ func (cb *codeBot) HandleTurn(ctx context.Context, in *TurnInput, out BotOutput)
 	if p := res.Problem; p != nil {
 		problems = append(problems, turnProblem{p.Code, issueCategory(p.Code), p.Title, p.Description})
 	}
+	if host, _ := rin.Host.(*botHost); host != nil && !host.called.Load() && res.Problem == nil &&
+		res.States.User == nil && res.States.Conversation == nil && res.States.Bot == nil {
+		if k, ok := out.(startKeeper); ok {
+			k.keepStart()
+		}
+	}
 	// Stored with the turn's held replies and its completion, in one
 	// transaction (EffectHolder).
 	out.WithCompletion(func(ctx context.Context, tx store.Store) error {
@@ -332,10 +339,14 @@ type botHost struct {
 	botID string
 	out   BotOutput
 	api   RuntimeAPI
+	// called is set by the first Runtime API call: it may have changed
+	// what the conversation's next turn starts with.
+	called atomic.Bool
 }
 
 // Call runs a Runtime API operation through the Runtime API's use cases.
 func (h *botHost) Call(ctx context.Context, op string, input map[string]any) (map[string]any, error) {
+	h.called.Store(true)
 	if op == "requestHandoff" {
 		return h.requestHandoff(ctx, input)
 	}

@@ -336,8 +336,15 @@ func (d *Dispatcher) runConversation(ref model.ConversationRef, wait *time.Durat
 		// pauses the bot: its turns complete without running it. A turn
 		// whose bot asked for a handoff pauses the rest of the batch.
 		paused := len(turns) > 0 && turns[0].Handoff
+		// A turn starts from the batch's read while every turn before it
+		// in the batch kept what a turn starts with (startKeeper); after
+		// one that may have changed it, each reads its own.
+		kept := true
 		for _, p := range turns {
 			t := p.Turn
+			if !kept {
+				p.Start = nil
+			}
 			if ctx.Err() != nil || !flush() {
 				return false
 			}
@@ -377,6 +384,7 @@ func (d *Dispatcher) runConversation(ref model.ConversationRef, wait *time.Durat
 			if out != nil && out.handoff {
 				paused = true
 			}
+			kept = kept && err == nil && out != nil && out.startKept
 			if err != nil {
 				// The turn ran and failed: it is not retried (a failing
 				// bot would otherwise block its conversation forever).

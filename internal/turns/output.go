@@ -126,7 +126,18 @@ type turnOutput struct {
 	sent, refused int
 	// handoff is set when the bot asked for a human (RequestHandoff).
 	handoff bool
+	// startKept is set by a bot whose turn changed none of what a turn
+	// starts with (its user, conversation and states; startKeeper).
+	startKept bool
 }
+
+// startKeeper is the BotOutput of a turn whose bot can tell it changed
+// none of what a turn starts with: the conversation's next turn in the
+// same batch then starts from the batch's read instead of reading again
+// (store.PendingTurn.Start).
+type startKeeper interface{ keepStart() }
+
+func (o *turnOutput) keepStart() { o.startKept = true }
 
 // RequestHandoff hands the conversation over to humans with the turn's
 // completion: it waits for an operator, and the bot's next turns in it

@@ -181,7 +181,6 @@ func (r chat) PendingTurnInputs(ctx context.Context, botID, conversationID strin
 	if limit <= 0 {
 		limit = maxPageSize
 	}
-	first := true
 	return all(ctx, r.s, "turns", func(sc scanner) (store.PendingTurn, error) {
 		var t model.Turn
 		var c int64
@@ -197,15 +196,11 @@ func (r chat) PendingTurnInputs(ctx context.Context, botID, conversationID strin
 			return store.PendingTurn{}, err
 		}
 		t.CreatedAt = fromMS(c)
-		p := store.PendingTurn{Turn: &t, Handoff: handoff.Valid}
-		if first {
-			first = false
-			start, err := st.start(t.BotID)
-			if err != nil {
-				return store.PendingTurn{}, err
-			}
-			p.Start = start
+		start, err := st.start(t.BotID)
+		if err != nil {
+			return store.PendingTurn{}, err
 		}
+		p := store.PendingTurn{Turn: &t, Handoff: handoff.Valid, Start: start}
 		if mID.Valid {
 			m := &model.Message{BotID: t.BotID, ID: mID.String, ConversationID: mConv.String, UserID: mUser.String,
 				Payload: json.RawMessage(mPayload.String), Direction: mDir.String, CreatedAt: fromMS(mAt.Int64)}

@@ -709,6 +709,8 @@ func testTurnInputs(t *testing.T, db store.DB) {
 	enqueue("a", model.TurnMessage, plain.ID)
 	enqueue("a", model.TurnEvent, m.ID)
 	enqueue("b", model.TurnMessage, m.ID) // another conversation's
+	// Another user's turn in the same conversation starts with that user.
+	ok(t, r.EnqueueTurn(ctx, &model.Turn{BotID: f.bot.ID, ConversationID: "a", Kind: model.TurnEvent, RefID: e.ID, UserID: "v", CreatedAt: at(6)}))
 	ok(t, r.DeleteMessage(ctx, f.bot.ID, gone.ID))
 
 	turns, err := r.PendingTurns(ctx, f.bot.ID, "a", 10)
@@ -734,21 +736,18 @@ func testTurnInputs(t *testing.T, db store.DB) {
 	eq(t, "kind mismatch", got[4].Event, (*model.Event)(nil))
 	eq(t, "kind mismatch", got[4].Message, (*model.Message)(nil))
 
-	// The first turn comes with its start, as GetTurn reads it; the
-	// others without (they read theirs when they start).
-	startOf := func() store.TurnStart {
-		ts, err := db.States().GetTurn(ctx, f.bot.ID, "u", "a")
+	// Every turn comes with its start, as GetTurn reads it for the turn's
+	// user.
+	startOf := func(user string) store.TurnStart {
+		ts, err := db.States().GetTurn(ctx, f.bot.ID, user, "a")
 		ok(t, err)
 		return ts
 	}
-	if got[0].Start == nil {
-		t.Fatal("the first pending turn has no start")
-	}
-	eq(t, "start without user, with conversation", *got[0].Start, startOf())
-	for _, p := range got[1:] {
-		if p.Start != nil {
-			t.Fatalf("turn %d has a start", p.Turn.Seq)
+	for _, p := range got {
+		if p.Start == nil {
+			t.Fatalf("turn %d has no start", p.Turn.Seq)
 		}
+		eq(t, "start without user, with conversation", *p.Start, startOf(p.Turn.UserID))
 	}
 	newUser(t, db, f.bot.ID, "u")
 	ok(t, db.States().Put(ctx, f.bot.ID, store.ScopeUser, "u", json.RawMessage(`{"n":1}`)))
@@ -757,11 +756,23 @@ func testTurnInputs(t *testing.T, db store.DB) {
 	got, err = r.PendingTurnInputs(ctx, f.bot.ID, "a", 2)
 	ok(t, err)
 	eq(t, "limit", len(got), 2)
-	want := startOf()
-	if want.User == nil || want.UserState == nil || want.BotState == nil {
-		t.Fatalf("GetTurn = %+v", want)
+	for _, p := range got {
+		want := startOf(p.Turn.UserID)
+		if p.Turn.UserID == "u" && (want.User == nil || want.UserState == nil || want.BotState == nil) {
+			t.Fatalf("GetTurn = %+v", want)
+		}
+		eq(t, "start with user and states", *p.Start, want)
 	}
-	eq(t, "start with user and states", *got[0].Start, want)
+	newUser(t, db, f.bot.ID, "v")
+	ok(t, db.States().Put(ctx, f.bot.ID, store.ScopeUser, "v", json.RawMessage(`{"v":2}`)))
+	got, err = r.PendingTurnInputs(ctx, f.bot.ID, "a", 10)
+	ok(t, err)
+	last := got[len(got)-1]
+	if last.Turn.UserID != "v" || last.Start.User == nil || last.Start.User.ID != "v" || string(last.Start.UserState) != `{"v":2}` {
+		t.Fatalf("the other user's turn starts with %+v", last.Start)
+	}
+	eq(t, "the other user's start", *last.Start, startOf("v"))
+	eq(t, "the first user's start", *got[0].Start, startOf("u"))
 	got, err = r.PendingTurnInputs(ctx, f.bot.ID, "idle", 10)
 	ok(t, err)
 	eq(t, "none", len(got), 0)
