@@ -44,7 +44,7 @@ type PGBroker struct {
 
 	mu      sync.Mutex
 	pending map[topicKey]int64 // coalesced announcements: newest seq per topic
-	welcome bool               // a node said hello: answer it
+	greet   int                // helloStart or helloWelcome to send, 0: none
 	kick    chan struct{}
 }
 
@@ -126,10 +126,11 @@ func (b *PGBroker) Run(ctx context.Context, wake func(botID, conversationID stri
 		return fmt.Errorf("pg broker: connect sender: %w", err)
 	}
 	defer send.Close(context.Background())
-	// Tell the nodes already there to start waking this one.
-	if err := b.notify(ctx, send, wakeMsg{Node: b.node, Hello: helloStart, V: 1}); err != nil {
-		return err
-	}
+	// Tell the nodes already there to start waking this one (the sender's
+	// first batch).
+	b.mu.Lock()
+	b.greetWith(helloStart)
+	b.mu.Unlock()
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -174,7 +175,7 @@ func (b *PGBroker) Run(ctx context.Context, wake func(botID, conversationID stri
 		case helloStart:
 			b.hellos.Add(1)
 			b.mu.Lock()
-			b.welcome = true
+			b.greetWith(helloWelcome)
 			b.mu.Unlock()
 			b.poke()
 		case 0:
@@ -222,13 +223,19 @@ func (b *PGBroker) lookForPeers(ctx context.Context, conn *pgx.Conn) (bool, erro
 	return others || !self, nil
 }
 
-func (b *PGBroker) notify(ctx context.Context, conn *pgx.Conn, m wakeMsg) error {
-	payload, _ := json.Marshal(m)
-	if _, err := conn.Exec(ctx, "SELECT pg_notify($1, $2)", b.channel, string(payload)); err != nil {
-		return fmt.Errorf("pg broker: notify: %w", err)
+// greetWith sets the greeting the sender sends next (b.mu held): a hello
+// asks the others for a welcome, so it stands for both.
+func (b *PGBroker) greetWith(h int) {
+	if b.greet == 0 || h == helloStart {
+		b.greet = h
 	}
-	b.sent.Add(1)
-	return nil
+}
+
+// queue adds a NOTIFY of m, from this node, to pb.
+func (b *PGBroker) queue(pb *pgx.Batch, m wakeMsg) {
+	m.Node, m.V = b.node, 1
+	payload, _ := json.Marshal(m)
+	pb.Queue("SELECT pg_notify($1, $2)", b.channel, string(payload))
 }
 
 func (b *PGBroker) sendLoop(ctx context.Context, conn *pgx.Conn) error {
@@ -258,20 +265,18 @@ func (b *PGBroker) sendLoop(ctx context.Context, conn *pgx.Conn) error {
 		case <-b.kick:
 		}
 		b.mu.Lock()
-		batch, welcome := b.pending, b.welcome
-		b.pending, b.welcome = map[topicKey]int64{}, false
+		batch, greet := b.pending, b.greet
+		b.pending, b.greet = map[topicKey]int64{}, 0
 		b.mu.Unlock()
-		if len(batch) == 0 && !welcome {
+		if len(batch) == 0 && greet == 0 {
 			continue
 		}
 		var pb pgx.Batch
-		if welcome {
-			payload, _ := json.Marshal(wakeMsg{Node: b.node, Hello: helloWelcome, V: 1})
-			pb.Queue("SELECT pg_notify($1, $2)", b.channel, string(payload))
+		if greet != 0 {
+			b.queue(&pb, wakeMsg{Hello: greet})
 		}
 		for k, seq := range batch {
-			payload, _ := json.Marshal(wakeMsg{Node: b.node, Bot: k.bot, Conv: k.conv, Seq: seq, V: 1})
-			pb.Queue("SELECT pg_notify($1, $2)", b.channel, string(payload))
+			b.queue(&pb, wakeMsg{Bot: k.bot, Conv: k.conv, Seq: seq})
 		}
 		sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		err := conn.SendBatch(sctx, &pb).Close()
@@ -284,7 +289,9 @@ func (b *PGBroker) sendLoop(ctx context.Context, conn *pgx.Conn) error {
 					b.pending[k] = seq
 				}
 			}
-			b.welcome = b.welcome || welcome
+			if greet != 0 {
+				b.greetWith(greet)
+			}
 			b.mu.Unlock()
 			return err
 		}
