@@ -70,6 +70,7 @@ func TestConfigOverloadAndSync(t *testing.T) {
 		{name: "unknown sync mode", args: []string{"--sync", "off"}, bad: true},
 		{name: "unknown sync mode in environment", env: map[string]string{"PARLEY_SYNC": "fast"}, bad: true},
 		{name: "bad delay", args: []string{"--max-turn-delay", "soon"}, bad: true},
+		{name: "automatic delay", args: []string{"--max-turn-delay", "auto"}, env: map[string]string{"PARLEY_MAX_TURN_DELAY": "2s"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg, err := app.LoadConfig(tc.args, func(k string) string { return tc.env[k] }, io.Discard)

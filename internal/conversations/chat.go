@@ -29,22 +29,24 @@ type Chat struct {
 }
 
 // Door admits users' messages that give the bot a turn (turns.Door):
-// release is called once the message is stored or failed; an error
-// (RateLimited, with Metadata "retryAfter") refuses the message before
-// anything is stored; Busy refuses the same way, without admitting, while
-// the bots are behind. Nil admits everything.
+// Wait waits in the door's line while the bots are behind, and returns a
+// context with which Admit does not wait again; release is called once
+// the message is stored or failed; an error (RateLimited, with Metadata
+// "retryAfter") refuses the message before anything is stored. Nil admits
+// everything.
 type Door interface {
-	Admit() (release func(), err error)
-	Busy() error
+	Wait(ctx context.Context) (context.Context, error)
+	Admit(ctx context.Context) (release func(), err error)
 }
 
-// Busy returns the door's refusal while the bots are behind (nil: come
-// in). The message handlers ask it before reading the request's body.
-func (s *Chat) Busy() error {
+// Wait waits at the door while the bots are behind: the message handlers
+// call it before reading the request's body, and pass the context it
+// returns on (nil error: come in).
+func (s *Chat) Wait(ctx context.Context) (context.Context, error) {
 	if s.door == nil {
-		return nil
+		return ctx, nil
 	}
-	return s.door.Busy()
+	return s.door.Wait(ctx)
 }
 
 // StreamCloser ends live streams (the realtime hub): those of a deleted

@@ -92,7 +92,7 @@ func (s *Chat) createIncomingMessage(ctx context.Context, c *Caller, in Incoming
 		return nil, err
 	}
 	if s.door != nil {
-		release, err := s.door.Admit()
+		release, err := s.door.Admit(ctx)
 		if err != nil {
 			return nil, err
 		}

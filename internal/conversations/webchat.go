@@ -305,8 +305,8 @@ func (s *Webchat) storeEvent(ctx context.Context, e *model.Event) error {
 	return s.chat.commitSignal(ctx, sig, turn, func(ctx context.Context, tx store.Store) error { return tx.Chat().CreateEvent(ctx, e) })
 }
 
-// Busy is Chat.Busy: the door's refusal while the bots are behind.
-func (s *Webchat) Busy() error { return s.chat.Busy() }
+// Wait is Chat.Wait: the door's line while the bots are behind.
+func (s *Webchat) Wait(ctx context.Context) (context.Context, error) { return s.chat.Wait(ctx) }
 
 // CreateMessage stores a user's message sent by the webchat, like
 // the Chat API's (same checks, signal and turn) with the webchat's payload

@@ -378,6 +378,7 @@ func (d *Dispatcher) runConversation(ref model.ConversationRef, wait *time.Durat
 			}
 			d.forget(key)
 			took := time.Since(started)
+			d.queue.turnRan(took)
 			if d.o.Observer != nil {
 				d.o.Observer.TurnRan(took, err != nil)
 			}

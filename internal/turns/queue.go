@@ -2,7 +2,6 @@ package turns
 
 import (
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/parley-bots/parley/internal/model"
@@ -20,6 +19,8 @@ type Queue struct {
 	queue  []queued
 	state  map[model.ConversationRef]*convState
 	closed bool
+	doors  []*Door       // told when a worker takes a conversation or ends a run
+	turn   time.Duration // a turn's run, moving average (the door's automatic bound)
 }
 
 // queued is a conversation waiting for a worker, since when.
@@ -78,18 +79,31 @@ func (q *Queue) notifyRetry(ref model.ConversationRef, retries int) {
 // closed.
 func (q *Queue) next() (ref model.ConversationRef, ok bool) {
 	q.mu.Lock()
-	defer q.mu.Unlock()
 	for len(q.queue) == 0 && !q.closed {
 		q.cond.Wait()
 	}
 	if q.closed {
+		q.mu.Unlock()
 		return ref, false
 	}
 	ref = q.queue[0].ref
 	q.queue[0] = queued{}
 	q.queue = q.queue[1:]
 	q.state[ref].dirty = false
+	q.mu.Unlock()
+	q.freed()
 	return ref, true
+}
+
+// freed lets the doors admit a waiting message: a worker took a
+// conversation or ended a run (called without q.mu).
+func (q *Queue) freed() {
+	q.mu.Lock()
+	doors := q.doors
+	q.mu.Unlock()
+	for _, d := range doors {
+		d.grant()
+	}
 }
 
 // done ends a run of ref. busy means another node holds the
@@ -98,7 +112,12 @@ func (q *Queue) next() (ref model.ConversationRef, ok bool) {
 // the dispatcher's sweep takes over.
 func (q *Queue) done(ref model.ConversationRef, busy bool) {
 	q.mu.Lock()
-	defer q.mu.Unlock()
+	q.ended(ref, busy)
+	q.mu.Unlock()
+	q.freed()
+}
+
+func (q *Queue) ended(ref model.ConversationRef, busy bool) {
 	st := q.state[ref]
 	if !busy {
 		st.retries = 0
@@ -124,6 +143,7 @@ func (q *Queue) done(ref model.ConversationRef, busy bool) {
 // the conversation is queued again after delay, whatever was notified
 // meanwhile.
 func (q *Queue) later(ref model.ConversationRef, delay time.Duration) {
+	defer q.freed()
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	delete(q.state, ref)
@@ -131,6 +151,17 @@ func (q *Queue) later(ref model.ConversationRef, delay time.Duration) {
 		return
 	}
 	time.AfterFunc(delay, func() { q.Notify(ref) })
+}
+
+// turnRan adds a turn's run to the moving average (weight 1/16).
+func (q *Queue) turnRan(d time.Duration) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.turn == 0 {
+		q.turn = d
+		return
+	}
+	q.turn += (d - q.turn) / 16
 }
 
 // close wakes the workers and refuses further work.
@@ -151,71 +182,17 @@ func (q *Queue) Len() int {
 // Delay is how long the conversation first in line has waited for a
 // worker: zero when the workers keep up.
 func (q *Queue) Delay() time.Duration {
+	d, _ := q.delayAndTurn()
+	return d
+}
+
+// delayAndTurn returns Delay and the moving average of a turn's run (zero
+// before the first).
+func (q *Queue) delayAndTurn() (delay, turn time.Duration) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if len(q.queue) == 0 {
-		return 0
+	if len(q.queue) > 0 {
+		delay = time.Since(q.queue[0].since)
 	}
-	return time.Since(q.queue[0].since)
-}
-
-// Defaults of the door's bounds.
-const (
-	DefaultMaxDelay    = time.Second
-	DefaultMaxInFlight = 256
-)
-
-// Door is the turn queue seen from where users' messages come in: it
-// refuses new turns while the bots are behind, or while too many
-// messages are already being stored, so that overload is shed at the
-// door (429 with Retry-After) instead of growing a backlog of turns or of
-// requests waiting for the database.
-type Door struct {
-	q           *Queue
-	maxDelay    time.Duration
-	maxInFlight int64
-	inFlight    atomic.Int64
-}
-
-// Door returns the queue's door: a new turn is refused while the
-// conversation first in line has waited more than maxDelay for a worker,
-// or while maxInFlight admitted messages are not stored yet (zero takes
-// the defaults; negative never refuses for that reason).
-func (q *Queue) Door(maxDelay time.Duration, maxInFlight int) *Door {
-	if maxDelay == 0 {
-		maxDelay = DefaultMaxDelay
-	}
-	if maxInFlight == 0 {
-		maxInFlight = DefaultMaxInFlight
-	}
-	return &Door{q: q, maxDelay: maxDelay, maxInFlight: int64(maxInFlight)}
-}
-
-// Busy returns the RateLimited error Admit would return because the bots
-// are behind, without admitting anything: the HTTP handlers ask it before
-// they read and decode a request's body, so that a refused request costs
-// the server as little as possible.
-func (d *Door) Busy() error {
-	if d.maxDelay >= 0 && d.q.Delay() > d.maxDelay {
-		return busy("too many messages are waiting for the bot")
-	}
-	return nil
-}
-
-// Admit admits one message, to be released once it is stored (or failed),
-// or returns a RateLimited error that asks to retry after a second.
-func (d *Door) Admit() (release func(), err error) {
-	if err := d.Busy(); err != nil {
-		return nil, err
-	}
-	if n := d.inFlight.Add(1); d.maxInFlight > 0 && n > d.maxInFlight {
-		d.inFlight.Add(-1)
-		return nil, busy("too many messages are being stored")
-	}
-	return func() { d.inFlight.Add(-1) }, nil
-}
-
-func busy(why string) error {
-	return &model.Error{Type: model.ErrRateLimited, Message: "the server is busy: " + why + "; retry later",
-		Metadata: map[string]any{"retryAfter": 1}}
+	return delay, q.turn
 }

@@ -368,14 +368,15 @@ type messageBody struct {
 }
 
 func (h *handler) createMessage(w http.ResponseWriter, r *http.Request, c *conversations.Caller) error {
-	if err := h.chat.Busy(); err != nil {
+	ctx, err := h.chat.Wait(r.Context())
+	if err != nil {
 		return err // shed before the body is read
 	}
 	var in conversations.MessageInput
 	if err := decode(r, &in, false); err != nil {
 		return err
 	}
-	m, err := h.chat.CreateMessage(r.Context(), c, in)
+	m, err := h.chat.CreateMessage(ctx, c, in)
 	if err != nil {
 		return err
 	}

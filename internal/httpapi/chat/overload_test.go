@@ -13,13 +13,14 @@ import (
 
 // TestOverloadShedAtTheDoor fills the turn queue's bound (one worker, busy
 // with a turn that blocks; another conversation waiting longer than the
-// bound) and checks that createMessage answers 429 with Retry-After and
-// the standard error body, stores nothing, and answers 201 again within a
-// second once the worker is free.
+// bound) and checks that createMessage waits the bound, then answers 429
+// with Retry-After and the standard error body and stores nothing; that a
+// message waiting when the worker is freed is accepted; and that
+// messages are accepted again at once after.
 func TestOverloadShedAtTheDoor(t *testing.T) {
 	engines(t, func(t *testing.T, db store.DB) {
 		bot := testbots.NewGate(testbots.Echo{})
-		const bound = 50 * time.Millisecond
+		const bound = 200 * time.Millisecond
 		e := newEnv(t, db, envOpts{bot: bot, workers: 1, maxTurnDelay: bound})
 		_, k1 := e.user("")
 		c1 := e.conversation(k1)
@@ -50,9 +51,14 @@ func TestOverloadShedAtTheDoor(t *testing.T) {
 			_ = json.NewDecoder(res.Body).Decode(&out)
 			return res, out
 		}
-		// Both conversations are refused: the bound is the node's.
+		// Both conversations are refused, after a wait: the bound is the
+		// node's.
 		for _, c := range []struct{ key, conv string }{{k1, c1}, {k2, c2}} {
+			start := time.Now()
 			res, body := post(c.key, c.conv, "shed")
+			if waited := time.Since(start); waited < bound {
+				t.Fatalf("refused after %v, want a wait of the bound (%v) first", waited, bound)
+			}
 			if res.StatusCode != 429 || res.Header.Get("Retry-After") != "1" {
 				t.Fatalf("overloaded: status %d, Retry-After %q, want 429 and 1", res.StatusCode, res.Header.Get("Retry-After"))
 			}
@@ -78,10 +84,21 @@ func TestOverloadShedAtTheDoor(t *testing.T) {
 			}
 		}
 
-		// Recovery: the worker is freed, the queue drains, messages are
-		// accepted again within a second.
+		// A message waiting when the worker is freed is let in.
+		waited := make(chan int, 1)
+		go func() {
+			res, _ := post(k1, c1, "waited")
+			waited <- res.StatusCode
+		}()
+		time.Sleep(bound / 4)
 		close(bot.Release)
 		freed := time.Now()
+		if st := <-waited; st != 201 {
+			t.Fatalf("a message in line when the worker was freed: status %d, want 201", st)
+		}
+
+		// Recovery: the queue drains, messages are accepted again within
+		// a second.
 		for {
 			res, _ := post(k2, c2, "again")
 			if res.StatusCode == 201 {

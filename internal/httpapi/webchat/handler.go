@@ -348,14 +348,15 @@ func (h *handler) removeParticipant(w http.ResponseWriter, r *http.Request, _ *c
 // ---- messages
 
 func (h *handler) createMessage(w http.ResponseWriter, r *http.Request, _ *conversations.WebchatScope, c *conversations.Caller) error {
-	if err := h.webchat.Busy(); err != nil {
+	ctx, err := h.webchat.Wait(r.Context())
+	if err != nil {
 		return err // shed before the body is read
 	}
 	var in conversations.WebchatMessageInput
 	if err := decode(w, r, &in); err != nil {
 		return err
 	}
-	m, err := h.webchat.CreateMessage(r.Context(), c, in)
+	m, err := h.webchat.CreateMessage(ctx, c, in)
 	if err != nil {
 		return err
 	}
