@@ -340,3 +340,52 @@ func TestDispatcherKeepsLeaseBriefly(t *testing.T) {
 		t.Fatalf("turns ran %v", got)
 	}
 }
+
+// TestDoorFollowsTheBot: the door's automatic bound is twice a turn's
+// recent run, as the dispatcher measures it. With a bot that takes 150 ms
+// a turn and one worker, a conversation that has waited 80 ms for the
+// worker is within the bound (300 ms), so a new message comes in at once;
+// with the floor of 30 ms it would wait, then be refused.
+func TestDoorFollowsTheBot(t *testing.T) {
+	for _, eng := range []struct {
+		name string
+		open func(testing.TB) store.DB
+	}{{"sqlite", testdb.SQLite}, {"postgres", testdb.Postgres}} {
+		t.Run(eng.name, func(t *testing.T) {
+			db := eng.open(t)
+			bot := newRecordingBot(150 * time.Millisecond)
+			resolver := func(context.Context, string) (turns.Bot, error) { return bot, nil }
+			queue := turns.NewQueue()
+			commit := db.NewCommitter(queue.AfterCommit(nil))
+			n := &node{chat: conversations.NewChat(db, commit, nopStreams{}, queue.Door(0, -1)),
+				dispatcher: turns.NewDispatcher(db, commit, queue, resolver, slog.Default(),
+					turns.DispatcherOptions{Workers: 1, Leases: eng.name == "postgres"})}
+			f := newChatFixtureOn(t, db, n)
+			f.dispatcher.Start(context.Background())
+			defer f.dispatcher.Stop()
+			var convs []string
+			for range 3 {
+				conv, err := f.chat.CreateConversation(context.Background(), f.caller, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				convs = append(convs, conv.ID)
+			}
+			f.post(t, convs[0], "warm up")
+			waitUntil(t, "the first turn", func() bool { return bot.count() == 1 })
+
+			f.post(t, convs[0], "busy")   // the worker runs it for 150 ms
+			f.post(t, convs[1], "queued") // waits for the worker
+			time.Sleep(80 * time.Millisecond)
+			if d := queue.Delay(); d < 60*time.Millisecond {
+				t.Fatalf("the queued conversation waited %v, want about 80 ms", d)
+			}
+			start := time.Now()
+			f.post(t, convs[2], "new") // fails the test if refused
+			if waited := time.Since(start); waited > 60*time.Millisecond {
+				t.Fatalf("a message within the bound waited %v at the door", waited)
+			}
+			waitUntil(t, "every turn", func() bool { return bot.count() == 4 })
+		})
+	}
+}
