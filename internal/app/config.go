@@ -43,8 +43,8 @@ type Config struct {
 	RatePerBot       float64       // Chat and Webchat API requests per second per bot; < 0 = no limit
 	DBMaxConnections int           // database pool size
 	// MaxTurnDelay is how long the conversation first in line may wait for
-	// a turn worker before users' new messages wait at the door, and how
-	// long they wait there before they are refused with 429 and
+	// a turn worker before users' new messages wait at the door, and half
+	// how long they wait there before they are refused with 429 and
 	// Retry-After (turns.Door); zero is automatic (twice a turn's
 	// recent run, 30 ms to 1 s), negative never refuses.
 	MaxTurnDelay time.Duration
@@ -175,7 +175,7 @@ func LoadConfig(args []string, getenv func(string) string, stderr io.Writer) (Co
 	fs.StringVar(&c.EmbeddingsModel, "embeddings-model", env("PARLEY_EMBEDDINGS_MODEL", ""), "the model asked of --embeddings-url (PARLEY_EMBEDDINGS_MODEL)")
 	fs.StringVar(&c.AnswerURL, "answer-url", env("PARLEY_ANSWER_URL", ""), "an OpenAI-compatible /v1/chat/completions URL that composes knowledge-base answers; empty: the best passage answers; key: PARLEY_ANSWER_API_KEY (PARLEY_ANSWER_URL)")
 	fs.StringVar(&c.AnswerModel, "answer-model", env("PARLEY_ANSWER_MODEL", ""), "the model asked of --answer-url (PARLEY_ANSWER_MODEL)")
-	fs.Func("max-turn-delay", "how long turns may wait for a worker before users' new messages wait at the door, and how long they wait there before they are refused with 429 and Retry-After; auto: twice a turn's recent run, 30ms to 1s; -1ns: never refuse (PARLEY_MAX_TURN_DELAY, default auto)", func(v string) error {
+	fs.Func("max-turn-delay", "how long turns may wait for a worker before users' new messages wait at the door (at most twice as long, then refused with 429 and Retry-After); auto: twice a turn's recent run, 30ms to 1s; -1ns: never refuse (PARLEY_MAX_TURN_DELAY, default auto)", func(v string) error {
 		if v == "auto" {
 			c.MaxTurnDelay = 0
 			return nil

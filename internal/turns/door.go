@@ -20,12 +20,19 @@ const (
 	// MaxWaiting is how many messages may wait in the door's line at
 	// once; more are refused at once.
 	MaxWaiting = 1024
+	// lineWait is how long a message may wait in the door's line, in
+	// bounds. Measured side by side (SQLite, 32 closed-loop clients, then
+	// twice the sustainable rate): with one bound, a closed loop the
+	// server sustains got 49 refusals and 0.73× the rate; with two, 4
+	// refusals, and the accepted messages' p99 at twice the rate stayed
+	// near 200 ms (196–206 vs 202–215 ms); with three, 252 ms.
+	lineWait = 2
 )
 
 // Door is the turn queue seen from where users' messages come in. While
 // the conversation first in the queue has waited for a worker at most the
 // door's bound, a message comes in; otherwise it waits in the door's line
-// at most the bound, then is refused (429 with Retry-After). It is also
+// at most twice the bound, then is refused (429 with Retry-After). It is also
 // refused while too many messages are already being stored. So overload
 // is shed at the door instead of growing a backlog of turns or of
 // requests waiting for the database.
@@ -45,8 +52,8 @@ const (
 //   - The newest message in line is let in first (as in "adaptive LIFO",
 //     Maurer, "Fail at Scale", 2015): under overload the line is never
 //     empty and the oldest would come in just before their time ran out,
-//     adding the whole bound to every accepted message's latency; a
-//     message that waits in vain is refused after the bound. Messages
+//     adding the whole wait to every accepted message's latency; a
+//     message that waits in vain is refused. Messages
 //     sent at once (concurrent requests) have no order anyway; a client
 //     that sends one after another never has two in line.
 //   - A message waits instead of being refused at once because
@@ -66,7 +73,7 @@ type Door struct {
 }
 
 // Door returns the queue's door: a new turn waits while the conversation
-// first in line has waited more than maxDelay for a worker, at most
+// first in line has waited more than maxDelay for a worker, at most twice
 // maxDelay, then is refused; it is refused while maxInFlight admitted
 // messages are not stored yet. A zero maxDelay is automatic, a zero
 // maxInFlight takes the default; negative never refuses for that reason.
@@ -119,8 +126,8 @@ func (d *Door) Admit(ctx context.Context) (release func(), err error) {
 	}, nil
 }
 
-// bound is how long the conversation first in line may wait, and how
-// long a message may wait in line, with the queue's current delay.
+// bound is how long the conversation first in line may wait (a message
+// waits in line lineWait times that), with the queue's current delay.
 func (d *Door) bound() (bound, delay time.Duration) {
 	delay, turn := d.q.delayAndTurn()
 	if d.maxDelay > 0 {
@@ -148,7 +155,7 @@ func (d *Door) wait(ctx context.Context) error {
 	d.waiting.Store(int32(len(d.line)))
 	d.mu.Unlock()
 
-	t := time.NewTimer(bound)
+	t := time.NewTimer(lineWait * bound)
 	defer t.Stop()
 	select {
 	case <-in:
