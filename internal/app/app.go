@@ -155,7 +155,7 @@ func (a *App) start(ctx context.Context, o options) error {
 	if pg {
 		broker = realtime.NewPGBroker(a.cfg.DatabaseURL, "")
 	}
-	hub := realtime.NewHub(a.db.Chat(), broker, realtime.Options{Log: a.log,
+	hub := realtime.NewHub(a.db.Signals(), broker, realtime.Options{Log: a.log,
 		MaxStreamsPerUser: a.cfg.StreamsPerUser, MaxStreamsPerConversation: a.cfg.StreamsPerConv})
 	hub.Start(ctx)
 	a.closeOnShutdown(hub.Close)

@@ -98,7 +98,7 @@ func TestTurnOrderAcrossRestart(t *testing.T) {
 			wg.Wait()
 		}
 		send(first.URL, 0, perConv/2)
-		pending, err := first.Store().Chat().PendingConversations(ctx, 1000)
+		pending, err := first.Store().Signals().PendingConversations(ctx, 1000)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -97,7 +97,7 @@ func (f *fakeSDKBot) events() []sdkCall {
 
 func pendingTurns(t *testing.T, a *app.App, botID, convID string) int {
 	t.Helper()
-	ts, err := a.Store().Chat().PendingTurns(context.Background(), botID, convID, 100)
+	ts, err := a.Store().Signals().PendingTurns(context.Background(), botID, convID, 100)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -113,7 +113,7 @@ func waitIdle(t *testing.T, a *app.App, botID, conv string) {
 	t.Helper()
 	deadline := time.Now().Add(15 * time.Second)
 	for {
-		ts, err := a.Store().Chat().PendingTurns(context.Background(), botID, conv, 1)
+		ts, err := a.Store().Signals().PendingTurns(context.Background(), botID, conv, 1)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -159,7 +159,7 @@ func (s *Chat) DeleteMessage(ctx context.Context, c *Caller, id string) error {
 		if err := tx.Chat().DeleteMessage(ctx, c.BotID, id); err != nil {
 			return err
 		}
-		return tx.Chat().RedactMessageSignal(ctx, c.BotID, m.ConversationID, id, sig.Type, sig.Data)
+		return tx.Signals().RedactMessageSignal(ctx, c.BotID, m.ConversationID, id, sig.Type, sig.Data)
 	})
 	if model.IsNotFound(err) {
 		return model.NotFound("Message " + quote(id))

@@ -223,7 +223,7 @@ func (o *Outbox) run(ref model.ConversationRef) {
 		if err != nil {
 			return
 		}
-		sigs, err := o.store.Chat().SignalsAfter(ctx, ref.BotID, ref.ConversationID, delivered, 100)
+		sigs, err := o.store.Signals().SignalsAfter(ctx, ref.BotID, ref.ConversationID, delivered, 100)
 		if err != nil || len(sigs) == 0 {
 			return
 		}

@@ -62,15 +62,15 @@ func (w *Write) Run(ctx context.Context, tx Store) error {
 	var err error
 	switch {
 	case w.Signal != nil:
-		err = tx.Chat().AppendSignalTurn(ctx, w.Signal, w.Turn)
+		err = tx.Signals().AppendSignalTurn(ctx, w.Signal, w.Turn)
 	case w.Turn != nil:
-		err = tx.Chat().EnqueueTurn(ctx, w.Turn)
+		err = tx.Signals().EnqueueTurn(ctx, w.Turn)
 	}
 	for _, sg := range w.More {
 		if err != nil {
 			return err
 		}
-		err = tx.Chat().AppendSignal(ctx, sg)
+		err = tx.Signals().AppendSignal(ctx, sg)
 	}
 	return err
 }

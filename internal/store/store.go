@@ -28,6 +28,7 @@ type Store interface {
 	Logs() Logs
 	Issues() Issues
 	Chat() Chat
+	Signals() Signals
 	States() States
 	Leases() Leases
 	// DialogTimeouts and ScheduleFires are in timeouts.go.
@@ -232,6 +233,13 @@ type Chat interface {
 	CreateEvent(ctx context.Context, e *model.Event) error
 	GetEvent(ctx context.Context, botID, id string) (*model.Event, error)
 
+	// RuntimeChat is in runtime.go.
+	RuntimeChat
+}
+
+// Signals is a conversation's log of signals (what its streams replay)
+// and its queue of turns for the bot, numbered from one sequence.
+type Signals interface {
 	// AppendSignal gives s the conversation's next sequence number and
 	// stores it; call it inside the transaction that stores what the signal
 	// announces.
@@ -267,9 +275,6 @@ type Chat interface {
 	UnleasedPendingConversations(ctx context.Context, leasePrefix string, limit int) ([]model.ConversationRef, error)
 	// CompleteTurn removes a turn once it has run.
 	CompleteTurn(ctx context.Context, botID, conversationID string, seq int64) error
-
-	// RuntimeChat is in runtime.go.
-	RuntimeChat
 }
 
 // PendingTurn is a pending turn with what it refers to: Message for a

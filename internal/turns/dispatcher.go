@@ -211,9 +211,9 @@ func (d *Dispatcher) recover() {
 	if d.o.Leases {
 		// Only the conversations no live node holds: the frequent sweep
 		// costs one query, not a lease attempt per busy conversation.
-		refs, err = d.store.Chat().UnleasedPendingConversations(ctx, leasePrefix, 10000)
+		refs, err = d.store.Signals().UnleasedPendingConversations(ctx, leasePrefix, 10000)
 	} else {
-		refs, err = d.store.Chat().PendingConversations(ctx, 10000)
+		refs, err = d.store.Signals().PendingConversations(ctx, 10000)
 	}
 	if err != nil {
 		if d.ctx.Err() == nil {
@@ -324,7 +324,7 @@ func (d *Dispatcher) runConversation(ref model.ConversationRef, wait *time.Durat
 			return false
 		}
 		// One read per batch of turns, with what they refer to.
-		turns, err := d.store.Chat().PendingTurnInputs(ctx, ref.BotID, ref.ConversationID, turnBatch)
+		turns, err := d.store.Signals().PendingTurnInputs(ctx, ref.BotID, ref.ConversationID, turnBatch)
 		if err != nil {
 			if ctx.Err() == nil {
 				d.log.Warn("turns: reading pending turns failed", "err", err, "conversation", ref.ConversationID)

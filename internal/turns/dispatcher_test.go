@@ -208,7 +208,7 @@ func TestDispatcherOrder(t *testing.T) {
 					}
 				}
 				waitUntil(t, "turns completed", func() bool {
-					ts, _ := db.Chat().PendingTurns(context.Background(), f.botID, c, 10)
+					ts, _ := db.Signals().PendingTurns(context.Background(), f.botID, c, 10)
 					return len(ts) == 0
 				})
 			}
@@ -233,7 +233,7 @@ func TestDispatcherRecovers(t *testing.T) {
 	defer d.Stop()
 	waitUntil(t, "recovered turns", func() bool { return bot.count() == 3 })
 	waitUntil(t, "turns completed", func() bool {
-		ts, _ := db.Chat().PendingTurns(context.Background(), f.botID, conv.ID, 10)
+		ts, _ := db.Signals().PendingTurns(context.Background(), f.botID, conv.ID, 10)
 		return len(ts) == 0
 	})
 }

@@ -231,7 +231,7 @@ func (o *turnOutput) completion(t *model.Turn, dropEffects bool) *store.Write {
 				return err
 			}
 		}
-		return tx.Chat().CompleteTurn(ctx, t.BotID, t.ConversationID, t.Seq)
+		return tx.Signals().CompleteTurn(ctx, t.BotID, t.ConversationID, t.Seq)
 	}}
 	for _, h := range held {
 		w.More = append(w.More, h.Signal)

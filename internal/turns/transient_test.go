@@ -122,7 +122,7 @@ func TestDispatcherWaitsOutAnUnavailableDatabase(t *testing.T) {
 				f.dispatcher.Start(ctx)
 				defer f.dispatcher.Stop()
 				waitUntil(t, "turns completed", func() bool {
-					ts, _ := db.Chat().PendingTurns(ctx, f.botID, conv.ID, 10)
+					ts, _ := db.Signals().PendingTurns(ctx, f.botID, conv.ID, 10)
 					return len(ts) == 0
 				})
 				if got := bot.ran(); !slices.Equal(got, tc.runs) {

@@ -97,7 +97,7 @@ func TestBadInput(t *testing.T) {
 		mid := m["id"].(string)
 		// Let the bot finish the turn, so only the cases change anything.
 		for i := 0; ; i++ {
-			turns, err := db.Chat().PendingTurns(context.Background(), e.bot.ID, conv, 10)
+			turns, err := db.Signals().PendingTurns(context.Background(), e.bot.ID, conv, 10)
 			if err != nil || len(turns) == 0 {
 				break
 			}
@@ -200,11 +200,11 @@ func snapshot(t *testing.T, db store.DB, botID, conv string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sigs, err := db.Chat().SignalsAfter(ctx, botID, conv, 0, 1000)
+	sigs, err := db.Signals().SignalsAfter(ctx, botID, conv, 0, 1000)
 	if err != nil {
 		t.Fatal(err)
 	}
-	turns, err := db.Chat().PendingTurns(ctx, botID, conv, 1000)
+	turns, err := db.Signals().PendingTurns(ctx, botID, conv, 1000)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -65,7 +65,7 @@ func newEnv(t *testing.T, db store.DB, o envOpts) *env {
 	t.Helper()
 	log := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	o.hub.Log = log
-	hub := realtime.NewHub(db.Chat(), o.broker, o.hub)
+	hub := realtime.NewHub(db.Signals(), o.broker, o.hub)
 	ctx, cancel := context.WithCancel(context.Background())
 	hub.Start(ctx)
 	queue := turns.NewQueue()

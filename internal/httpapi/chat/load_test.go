@@ -221,7 +221,7 @@ func percentiles(d []time.Duration) (p50, p99 time.Duration) {
 func waitDrained(t *testing.T, db store.DB, max time.Duration) {
 	deadline := time.Now().Add(max)
 	for time.Now().Before(deadline) {
-		refs, err := db.Chat().PendingConversations(context.Background(), 1)
+		refs, err := db.Signals().PendingConversations(context.Background(), 1)
 		if err == nil && len(refs) == 0 {
 			return
 		}

@@ -89,7 +89,7 @@ func TestPipelinedTransactions(t *testing.T) {
 				if err := tx.Activity().RecordTurn(ctx, &model.TurnRun{BotID: bot.ID, ConversationID: conv.ID, Seq: seq, RanAt: time.Now()}); err != nil {
 					return err
 				}
-				return tx.Chat().CompleteTurn(ctx, bot.ID, conv.ID, seq)
+				return tx.Signals().CompleteTurn(ctx, bot.ID, conv.ID, seq)
 			},
 			More: []*model.Signal{{BotID: bot.ID, ConversationID: conv.ID, Type: model.SignalMessageCreated,
 				Data: json.RawMessage(fmt.Sprintf(`{"id":%q}`, replyID))}},
@@ -100,7 +100,7 @@ func TestPipelinedTransactions(t *testing.T) {
 		return db.InTx(ctx, func(tx store.Store) error { return w.Run(ctx, tx) })
 	}
 	signals := func() int {
-		sg, err := db.Chat().SignalsAfter(ctx, bot.ID, conv.ID, 0, 0)
+		sg, err := db.Signals().SignalsAfter(ctx, bot.ID, conv.ID, 0, 0)
 		must(t, err)
 		return len(sg)
 	}

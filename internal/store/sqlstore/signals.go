@@ -10,9 +10,11 @@ import (
 	"github.com/parley-bots/parley/internal/store"
 )
 
-// The conversations' signal logs and pending turns: the chat type's
-// methods of the turn pipeline (chat.go has its messages, events and the
-// rest).
+// The conversations' signal logs and pending turns (store.Signals), the
+// turn pipeline's side of the chat data (chat.go has the users,
+// conversations, messages and events).
+
+type signals struct{ s *Store }
 
 // ---- signals
 
@@ -20,7 +22,7 @@ import (
 // transaction (joining the caller's). The UPDATE's row lock serialises
 // appenders of a conversation, and a rollback undoes the bump, so sequence
 // numbers have no gaps.
-func (r chat) AppendSignal(ctx context.Context, sg *model.Signal) error {
+func (r signals) AppendSignal(ctx context.Context, sg *model.Signal) error {
 	stamp(&sg.CreatedAt, model.Now())
 	return r.s.tx(ctx, func(s *Store) error {
 		var seq int64
@@ -55,7 +57,7 @@ func (r chat) AppendSignal(ctx context.Context, sg *model.Signal) error {
 // both conversation numbers with one UPDATE of the conversation row (and,
 // where the engine allows writes in WITH, the inserts in the same
 // statement: one round trip). A t with a non-zero Seq keeps it.
-func (r chat) AppendSignalTurn(ctx context.Context, sg *model.Signal, t *model.Turn) error {
+func (r signals) AppendSignalTurn(ctx context.Context, sg *model.Signal, t *model.Turn) error {
 	if t == nil {
 		return r.AppendSignal(ctx, sg)
 	}
@@ -113,7 +115,7 @@ func (r chat) AppendSignalTurn(ctx context.Context, sg *model.Signal, t *model.T
 	})
 }
 
-func (r chat) RedactMessageSignal(ctx context.Context, botID, conversationID, messageID, typ string, data json.RawMessage) error {
+func (r signals) RedactMessageSignal(ctx context.Context, botID, conversationID, messageID, typ string, data json.RawMessage) error {
 	// The message's data starts with its id (wire.MessageCreatedData).
 	b, _ := json.Marshal(messageID)
 	_, err := r.s.exec(ctx, `UPDATE signals SET type = ?, data = ? WHERE bot_id = ? AND conversation_id = ? AND type = ? AND data LIKE ?`,
@@ -121,7 +123,7 @@ func (r chat) RedactMessageSignal(ctx context.Context, botID, conversationID, me
 	return r.s.fail(err, "signal")
 }
 
-func (r chat) SignalsAfter(ctx context.Context, botID, conversationID string, after int64, limit int) ([]*model.Signal, error) {
+func (r signals) SignalsAfter(ctx context.Context, botID, conversationID string, after int64, limit int) ([]*model.Signal, error) {
 	if limit <= 0 {
 		limit = maxPageSize
 	}
@@ -142,7 +144,7 @@ func (r chat) SignalsAfter(ctx context.Context, botID, conversationID string, af
 
 // EnqueueTurn stores t; a zero Seq is replaced by the conversation's next
 // turn number (taken like signal numbers, so concurrent enqueues are safe).
-func (r chat) EnqueueTurn(ctx context.Context, t *model.Turn) error {
+func (r signals) EnqueueTurn(ctx context.Context, t *model.Turn) error {
 	stamp(&t.CreatedAt, model.Now())
 	return r.s.tx(ctx, func(s *Store) error {
 		if t.Seq == 0 {
@@ -159,7 +161,7 @@ func (r chat) EnqueueTurn(ctx context.Context, t *model.Turn) error {
 	})
 }
 
-func (r chat) PendingTurns(ctx context.Context, botID, conversationID string, limit int) ([]*model.Turn, error) {
+func (r signals) PendingTurns(ctx context.Context, botID, conversationID string, limit int) ([]*model.Turn, error) {
 	if limit <= 0 {
 		limit = maxPageSize
 	}
@@ -177,7 +179,7 @@ func (r chat) PendingTurns(ctx context.Context, botID, conversationID string, li
 
 // PendingTurnInputs joins each pending turn with its message or event
 // (LEFT JOINs: a turn whose row is gone comes back alone).
-func (r chat) PendingTurnInputs(ctx context.Context, botID, conversationID string, limit int) ([]store.PendingTurn, error) {
+func (r signals) PendingTurnInputs(ctx context.Context, botID, conversationID string, limit int) ([]store.PendingTurn, error) {
 	if limit <= 0 {
 		limit = maxPageSize
 	}
@@ -238,7 +240,7 @@ func scanPendingConversation(sc scanner) (model.ConversationRef, error) {
 }
 
 // PendingConversations lists conversations with turns, oldest waiting first.
-func (r chat) PendingConversations(ctx context.Context, limit int) ([]model.ConversationRef, error) {
+func (r signals) PendingConversations(ctx context.Context, limit int) ([]model.ConversationRef, error) {
 	if limit <= 0 {
 		limit = maxPageSize
 	}
@@ -248,7 +250,7 @@ func (r chat) PendingConversations(ctx context.Context, limit int) ([]model.Conv
 
 // UnleasedPendingConversations joins the pending turns with their
 // conversations' leases (one index lookup each).
-func (r chat) UnleasedPendingConversations(ctx context.Context, leasePrefix string, limit int) ([]model.ConversationRef, error) {
+func (r signals) UnleasedPendingConversations(ctx context.Context, leasePrefix string, limit int) ([]model.ConversationRef, error) {
 	if limit <= 0 {
 		limit = maxPageSize
 	}
@@ -261,7 +263,7 @@ func (r chat) UnleasedPendingConversations(ctx context.Context, leasePrefix stri
 
 // CompleteTurn is idempotent: completing a turn twice (say, after a
 // recovery) is not an error.
-func (r chat) CompleteTurn(ctx context.Context, botID, conversationID string, seq int64) error {
+func (r signals) CompleteTurn(ctx context.Context, botID, conversationID string, seq int64) error {
 	_, err := r.s.exec(ctx, `DELETE FROM turns WHERE bot_id = ? AND conversation_id = ? AND seq = ?`, botID, conversationID, seq)
 	return r.s.fail(err, "turn")
 }

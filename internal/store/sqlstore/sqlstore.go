@@ -162,6 +162,7 @@ func (s *Store) Audit() store.Audit               { return audit{s} }
 func (s *Store) Logs() store.Logs                 { return logs{s} }
 func (s *Store) Issues() store.Issues             { return issues{s} }
 func (s *Store) Chat() store.Chat                 { return chat{s} }
+func (s *Store) Signals() store.Signals           { return signals{s} }
 func (s *Store) States() store.States             { return states{s} }
 func (s *Store) Leases() store.Leases             { return leases{s} }
 func (s *Store) Integrations() store.Integrations { return integrations{s} }

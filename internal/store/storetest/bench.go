@@ -21,10 +21,10 @@ func BenchTurnRead(b *testing.B, db store.DB) {
 	m := &model.Message{BotID: bot.ID, ConversationID: "c", UserID: "u", Payload: json.RawMessage(`{"type":"text","text":"hi"}`),
 		Direction: model.DirectionIncoming, CreatedAt: at(1)}
 	must(chat.CreateMessage(ctx, m))
-	must(chat.EnqueueTurn(ctx, &model.Turn{BotID: bot.ID, ConversationID: "c", Kind: model.TurnMessage, RefID: m.ID, UserID: "u", CreatedAt: at(2)}))
+	must(db.Signals().EnqueueTurn(ctx, &model.Turn{BotID: bot.ID, ConversationID: "c", Kind: model.TurnMessage, RefID: m.ID, UserID: "u", CreatedAt: at(2)}))
 	b.ResetTimer()
 	for b.Loop() {
-		got, err := chat.PendingTurnInputs(ctx, bot.ID, "c", 50)
+		got, err := db.Signals().PendingTurnInputs(ctx, bot.ID, "c", 50)
 		if err != nil || len(got) != 1 || got[0].Message == nil || got[0].Start == nil {
 			b.Fatalf("PendingTurnInputs = %v, %v", got, err)
 		}

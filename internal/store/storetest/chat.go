@@ -204,8 +204,8 @@ func testConversations(t *testing.T, db store.DB) {
 	m := newMessage(t, db, c1, "u1", 1)
 	e := &model.Event{BotID: f.bot.ID, ConversationID: "c1", UserID: "u1", Type: "custom", Payload: json.RawMessage(`{}`)}
 	ok(t, r.CreateEvent(ctx, e))
-	ok(t, r.AppendSignal(ctx, &model.Signal{BotID: f.bot.ID, ConversationID: "c1", Type: model.SignalMessageCreated}))
-	ok(t, r.EnqueueTurn(ctx, &model.Turn{BotID: f.bot.ID, ConversationID: "c1", Kind: model.TurnMessage, RefID: m.ID}))
+	ok(t, db.Signals().AppendSignal(ctx, &model.Signal{BotID: f.bot.ID, ConversationID: "c1", Type: model.SignalMessageCreated}))
+	ok(t, db.Signals().EnqueueTurn(ctx, &model.Turn{BotID: f.bot.ID, ConversationID: "c1", Kind: model.TurnMessage, RefID: m.ID}))
 	ok(t, r.DeleteConversation(ctx, f.bot.ID, "c1"))
 	wantErr(t, r.DeleteConversation(ctx, f.bot.ID, "c1"), model.ErrNotFound)
 	_, err = r.GetMessage(ctx, f.bot.ID, m.ID)
@@ -215,10 +215,10 @@ func testConversations(t *testing.T, db store.DB) {
 	isP, err := r.IsParticipant(ctx, f.bot.ID, "c1", "u1")
 	ok(t, err)
 	eq(t, "participant gone", isP, false)
-	sigs, err := r.SignalsAfter(ctx, f.bot.ID, "c1", 0, 10)
+	sigs, err := db.Signals().SignalsAfter(ctx, f.bot.ID, "c1", 0, 10)
 	ok(t, err)
 	eq(t, "signals gone", len(sigs), 0)
-	turns, err := r.PendingTurns(ctx, f.bot.ID, "c1", 10)
+	turns, err := db.Signals().PendingTurns(ctx, f.bot.ID, "c1", 10)
 	ok(t, err)
 	eq(t, "turns gone", len(turns), 0)
 	// The user survives.
@@ -227,7 +227,7 @@ func testConversations(t *testing.T, db store.DB) {
 	// A new conversation with the same id starts a fresh signal log.
 	newConv(t, db, f.bot.ID, "c1", "u1", 9)
 	s := &model.Signal{BotID: f.bot.ID, ConversationID: "c1", Type: model.SignalMessageCreated}
-	ok(t, r.AppendSignal(ctx, s))
+	ok(t, db.Signals().AppendSignal(ctx, s))
 	eq(t, "fresh seq", s.Seq, int64(1))
 }
 
@@ -326,7 +326,7 @@ func testEvents(t *testing.T, db store.DB) {
 func testSignals(t *testing.T, db store.DB) {
 	ctx := t.Context()
 	f := setup(t, db)
-	r := db.Chat()
+	r := db.Signals()
 	newConv(t, db, f.bot.ID, "a", "", 0)
 	newConv(t, db, f.bot.ID, "b", "", 1)
 	for i := 1; i <= 5; i++ {
@@ -344,7 +344,7 @@ func testSignals(t *testing.T, db store.DB) {
 	// A rolled-back append leaves no gap.
 	boom := errors.New("boom")
 	err := db.InTx(ctx, func(tx store.Store) error {
-		ok(t, tx.Chat().AppendSignal(ctx, &model.Signal{BotID: f.bot.ID, ConversationID: "a", Type: "x"}))
+		ok(t, tx.Signals().AppendSignal(ctx, &model.Signal{BotID: f.bot.ID, ConversationID: "a", Type: "x"}))
 		return boom
 	})
 	if !errors.Is(err, boom) {
@@ -376,7 +376,7 @@ func testSignals(t *testing.T, db store.DB) {
 func testSignalTurn(t *testing.T, db store.DB) {
 	ctx := t.Context()
 	f := setup(t, db)
-	r := db.Chat()
+	r := db.Signals()
 	newConv(t, db, f.bot.ID, "a", "", 0)
 	newConv(t, db, f.bot.ID, "b", "", 1)
 	ok(t, r.AppendSignal(ctx, &model.Signal{BotID: f.bot.ID, ConversationID: "a", Type: model.SignalMessageCreated}))
@@ -388,7 +388,7 @@ func testSignalTurn(t *testing.T, db store.DB) {
 		tn := &model.Turn{BotID: f.bot.ID, ConversationID: "a", Kind: model.TurnMessage, RefID: fmt.Sprint("x", i),
 			UserID: "u", Attempts: i, CreatedAt: at(20 + i)}
 		if i == 1 {
-			ok(t, db.InTx(ctx, func(tx store.Store) error { return tx.Chat().AppendSignalTurn(ctx, sg, tn) }))
+			ok(t, db.InTx(ctx, func(tx store.Store) error { return tx.Signals().AppendSignalTurn(ctx, sg, tn) }))
 		} else {
 			ok(t, r.AppendSignalTurn(ctx, sg, tn))
 		}
@@ -402,7 +402,7 @@ func testSignalTurn(t *testing.T, db store.DB) {
 	// A rollback leaves no gap.
 	boom := errors.New("boom")
 	err := db.InTx(ctx, func(tx store.Store) error {
-		ok(t, tx.Chat().AppendSignalTurn(ctx, &model.Signal{BotID: f.bot.ID, ConversationID: "a", Type: "x"},
+		ok(t, tx.Signals().AppendSignalTurn(ctx, &model.Signal{BotID: f.bot.ID, ConversationID: "a", Type: "x"},
 			&model.Turn{BotID: f.bot.ID, ConversationID: "a", Kind: model.TurnEvent}))
 		return boom
 	})
@@ -461,9 +461,9 @@ func testSignalsConcurrent(t *testing.T, db store.DB) {
 			s := &model.Signal{BotID: f.bot.ID, ConversationID: "c", Type: model.SignalMessageCreated}
 			var err error
 			if i%2 == 0 {
-				err = db.InTx(ctx, func(tx store.Store) error { return tx.Chat().AppendSignal(ctx, s) })
+				err = db.InTx(ctx, func(tx store.Store) error { return tx.Signals().AppendSignal(ctx, s) })
 			} else {
-				err = db.Chat().AppendSignal(ctx, s)
+				err = db.Signals().AppendSignal(ctx, s)
 			}
 			seqs[i] = s.Seq
 			errs <- err
@@ -480,7 +480,7 @@ func testSignalsConcurrent(t *testing.T, db store.DB) {
 			t.Fatalf("sequence numbers not gapless 1..%d: %v", n, seqs)
 		}
 	}
-	got, err := db.Chat().SignalsAfter(ctx, f.bot.ID, "c", 0, 100)
+	got, err := db.Signals().SignalsAfter(ctx, f.bot.ID, "c", 0, 100)
 	ok(t, err)
 	eq(t, "stored", len(got), n)
 }
@@ -488,7 +488,7 @@ func testSignalsConcurrent(t *testing.T, db store.DB) {
 func testTurns(t *testing.T, db store.DB) {
 	ctx := t.Context()
 	f := setup(t, db)
-	r := db.Chat()
+	r := db.Signals()
 	newConv(t, db, f.bot.ID, "a", "", 0)
 	newConv(t, db, f.bot.ID, "b", "", 1)
 	newConv(t, db, f.bot.ID, "idle", "", 2)
@@ -701,7 +701,7 @@ func testTurnInputs(t *testing.T, db store.DB) {
 	ok(t, r.CreateMessage(ctx, gone))
 	// An event id used as a message ref (and vice versa) must not match.
 	enqueue := func(conv, kind, ref string) {
-		ok(t, r.EnqueueTurn(ctx, &model.Turn{BotID: f.bot.ID, ConversationID: conv, Kind: kind, RefID: ref, UserID: "u", CreatedAt: at(5)}))
+		ok(t, db.Signals().EnqueueTurn(ctx, &model.Turn{BotID: f.bot.ID, ConversationID: conv, Kind: kind, RefID: ref, UserID: "u", CreatedAt: at(5)}))
 	}
 	enqueue("a", model.TurnMessage, m.ID)
 	enqueue("a", model.TurnEvent, e.ID)
@@ -710,12 +710,12 @@ func testTurnInputs(t *testing.T, db store.DB) {
 	enqueue("a", model.TurnEvent, m.ID)
 	enqueue("b", model.TurnMessage, m.ID) // another conversation's
 	// Another user's turn in the same conversation starts with that user.
-	ok(t, r.EnqueueTurn(ctx, &model.Turn{BotID: f.bot.ID, ConversationID: "a", Kind: model.TurnEvent, RefID: e.ID, UserID: "v", CreatedAt: at(6)}))
+	ok(t, db.Signals().EnqueueTurn(ctx, &model.Turn{BotID: f.bot.ID, ConversationID: "a", Kind: model.TurnEvent, RefID: e.ID, UserID: "v", CreatedAt: at(6)}))
 	ok(t, r.DeleteMessage(ctx, f.bot.ID, gone.ID))
 
-	turns, err := r.PendingTurns(ctx, f.bot.ID, "a", 10)
+	turns, err := db.Signals().PendingTurns(ctx, f.bot.ID, "a", 10)
 	ok(t, err)
-	got, err := r.PendingTurnInputs(ctx, f.bot.ID, "a", 10)
+	got, err := db.Signals().PendingTurnInputs(ctx, f.bot.ID, "a", 10)
 	ok(t, err)
 	eq(t, "count", len(got), len(turns))
 	for i, p := range got {
@@ -753,7 +753,7 @@ func testTurnInputs(t *testing.T, db store.DB) {
 	ok(t, db.States().Put(ctx, f.bot.ID, store.ScopeUser, "u", json.RawMessage(`{"n":1}`)))
 	ok(t, db.States().Put(ctx, f.bot.ID, store.ScopeConversation, "a", json.RawMessage(`{"c":1}`)))
 	ok(t, db.States().Put(ctx, f.bot.ID, store.ScopeBot, f.bot.ID, json.RawMessage(`{"b":1}`)))
-	got, err = r.PendingTurnInputs(ctx, f.bot.ID, "a", 2)
+	got, err = db.Signals().PendingTurnInputs(ctx, f.bot.ID, "a", 2)
 	ok(t, err)
 	eq(t, "limit", len(got), 2)
 	for _, p := range got {
@@ -765,7 +765,7 @@ func testTurnInputs(t *testing.T, db store.DB) {
 	}
 	newUser(t, db, f.bot.ID, "v")
 	ok(t, db.States().Put(ctx, f.bot.ID, store.ScopeUser, "v", json.RawMessage(`{"v":2}`)))
-	got, err = r.PendingTurnInputs(ctx, f.bot.ID, "a", 10)
+	got, err = db.Signals().PendingTurnInputs(ctx, f.bot.ID, "a", 10)
 	ok(t, err)
 	last := got[len(got)-1]
 	if last.Turn.UserID != "v" || last.Start.User == nil || last.Start.User.ID != "v" || string(last.Start.UserState) != `{"v":2}` {
@@ -773,7 +773,7 @@ func testTurnInputs(t *testing.T, db store.DB) {
 	}
 	eq(t, "the other user's start", *last.Start, startOf("v"))
 	eq(t, "the first user's start", *got[0].Start, startOf("u"))
-	got, err = r.PendingTurnInputs(ctx, f.bot.ID, "idle", 10)
+	got, err = db.Signals().PendingTurnInputs(ctx, f.bot.ID, "idle", 10)
 	ok(t, err)
 	eq(t, "none", len(got), 0)
 }

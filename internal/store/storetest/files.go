@@ -132,13 +132,13 @@ func testCommitter(t *testing.T, db store.DB) {
 			t.Fatal("the failed write was announced")
 		}
 	}
-	sigs, err := db.Chat().SignalsAfter(ctx, f.bot.ID, c.ID, 0, 1000)
+	sigs, err := db.Signals().SignalsAfter(ctx, f.bot.ID, c.ID, 0, 1000)
 	ok(t, err)
 	eq(t, "signals stored", len(sigs), n-1)
 	for i, s := range sigs {
 		eq(t, "signal seq", s.Seq, int64(i+1))
 	}
-	turns, err := db.Chat().PendingTurns(ctx, f.bot.ID, c.ID, 1000)
+	turns, err := db.Signals().PendingTurns(ctx, f.bot.ID, c.ID, 1000)
 	ok(t, err)
 	eq(t, "turns stored", len(turns), n-1)
 
@@ -147,7 +147,7 @@ func testCommitter(t *testing.T, db store.DB) {
 	cancel()
 	err = cm.Commit(dead, &store.Write{Signal: &model.Signal{BotID: f.bot.ID, ConversationID: c.ID, Type: model.SignalMessageCreated, Data: []byte(`{}`), CreatedAt: time.Now()}})
 	if err == nil {
-		sigs, _ = db.Chat().SignalsAfter(ctx, f.bot.ID, c.ID, 0, 1000)
+		sigs, _ = db.Signals().SignalsAfter(ctx, f.bot.ID, c.ID, 0, 1000)
 		eq(t, "a cancelled write that reports success is stored", len(sigs), n)
 	}
 }

@@ -105,7 +105,7 @@ func testIntegrationDefs(t *testing.T, db store.DB) {
 	eq(t, "no signal, nothing to deliver", undelivered(), []string{})
 	for i := 0; i < 2; i++ {
 		for _, conv := range []string{"ic", "chat-conv"} {
-			ok(t, db.Chat().AppendSignal(ctx, &model.Signal{BotID: f.bot.ID, ConversationID: conv, Type: model.SignalMessageCreated, Data: []byte(`{}`), CreatedAt: at(15 + i)}))
+			ok(t, db.Signals().AppendSignal(ctx, &model.Signal{BotID: f.bot.ID, ConversationID: conv, Type: model.SignalMessageCreated, Data: []byte(`{}`), CreatedAt: at(15 + i)}))
 		}
 	}
 	eq(t, "the integration's conversation (not the chat one)", undelivered(), []string{"ic"})

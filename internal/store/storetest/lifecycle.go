@@ -24,8 +24,8 @@ func testBotIsolation(t *testing.T, db store.DB) {
 	m := newMessage(t, db, c, "u", 1)
 	e := &model.Event{BotID: b.ID, ConversationID: "c", Type: "t", Payload: json.RawMessage(`{}`)}
 	ok(t, r.CreateEvent(ctx, e))
-	ok(t, r.AppendSignal(ctx, &model.Signal{BotID: b.ID, ConversationID: "c", Type: "x"}))
-	ok(t, r.EnqueueTurn(ctx, &model.Turn{BotID: b.ID, ConversationID: "c", Kind: model.TurnMessage}))
+	ok(t, db.Signals().AppendSignal(ctx, &model.Signal{BotID: b.ID, ConversationID: "c", Type: "x"}))
+	ok(t, db.Signals().EnqueueTurn(ctx, &model.Turn{BotID: b.ID, ConversationID: "c", Kind: model.TurnMessage}))
 
 	_, err := r.GetUser(ctx, o.ID, "u")
 	wantErr(t, err, model.ErrNotFound)
@@ -39,7 +39,7 @@ func testBotIsolation(t *testing.T, db store.DB) {
 	wantErr(t, r.DeleteConversation(ctx, o.ID, "c"), model.ErrNotFound)
 	wantErr(t, r.DeleteUser(ctx, o.ID, "u"), model.ErrNotFound)
 	wantErr(t, r.UpdateUser(ctx, &model.ChatUser{BotID: o.ID, ID: "u"}), model.ErrNotFound)
-	wantErr(t, r.AppendSignal(ctx, &model.Signal{BotID: o.ID, ConversationID: "c", Type: "x"}), model.ErrNotFound)
+	wantErr(t, db.Signals().AppendSignal(ctx, &model.Signal{BotID: o.ID, ConversationID: "c", Type: "x"}), model.ErrNotFound)
 	isP, err := r.IsParticipant(ctx, o.ID, "c", "u")
 	ok(t, err)
 	eq(t, "participant via other bot", isP, false)
@@ -57,14 +57,14 @@ func testBotIsolation(t *testing.T, db store.DB) {
 	cs, _, err = r.ListConversations(ctx, o.ID, "u", store.Page{})
 	ok(t, err)
 	eq(t, "owned conversations of other bot", len(cs), 0)
-	sg, err := r.SignalsAfter(ctx, o.ID, "c", 0, 10)
+	sg, err := db.Signals().SignalsAfter(ctx, o.ID, "c", 0, 10)
 	ok(t, err)
 	eq(t, "signals via other bot", len(sg), 0)
-	tn, err := r.PendingTurns(ctx, o.ID, "c", 10)
+	tn, err := db.Signals().PendingTurns(ctx, o.ID, "c", 10)
 	ok(t, err)
 	eq(t, "turns via other bot", len(tn), 0)
-	ok(t, r.CompleteTurn(ctx, o.ID, "c", 1))
-	tn, err = r.PendingTurns(ctx, b.ID, "c", 10)
+	ok(t, db.Signals().CompleteTurn(ctx, o.ID, "c", 1))
+	tn, err = db.Signals().PendingTurns(ctx, b.ID, "c", 10)
 	ok(t, err)
 	eq(t, "other bot cannot complete our turn", len(tn), 1)
 
@@ -72,7 +72,7 @@ func testBotIsolation(t *testing.T, db store.DB) {
 	newUser(t, db, o.ID, "u")
 	newConv(t, db, o.ID, "c", "u", 2)
 	s := &model.Signal{BotID: o.ID, ConversationID: "c", Type: "x"}
-	ok(t, r.AppendSignal(ctx, s))
+	ok(t, db.Signals().AppendSignal(ctx, s))
 	eq(t, "independent sequence", s.Seq, int64(1))
 }
 
@@ -107,8 +107,8 @@ func fill(t *testing.T, db store.DB, b *model.Bot) {
 	ok(t, r.AddParticipant(ctx, b.ID, "c", "u", at(1)))
 	newMessage(t, db, c, "u", 1)
 	ok(t, r.CreateEvent(ctx, &model.Event{BotID: b.ID, ID: "ev-" + b.ID, ConversationID: "c", Type: "t", Payload: json.RawMessage(`{}`)}))
-	ok(t, r.AppendSignal(ctx, &model.Signal{BotID: b.ID, ConversationID: "c", Type: "x"}))
-	ok(t, r.EnqueueTurn(ctx, &model.Turn{BotID: b.ID, ConversationID: "c", Kind: model.TurnMessage}))
+	ok(t, db.Signals().AppendSignal(ctx, &model.Signal{BotID: b.ID, ConversationID: "c", Type: "x"}))
+	ok(t, db.Signals().EnqueueTurn(ctx, &model.Turn{BotID: b.ID, ConversationID: "c", Kind: model.TurnMessage}))
 	ok(t, db.States().Put(ctx, b.ID, store.ScopeBot, b.ID, json.RawMessage(`{}`)))
 }
 
@@ -160,10 +160,10 @@ func checkBotData(t *testing.T, db store.DB, b *model.Bot, exists bool) {
 	present("messages", len(ms))
 	_, err = r.GetEvent(ctx, b.ID, "ev-"+b.ID)
 	found("event", err)
-	sg, err := r.SignalsAfter(ctx, b.ID, "c", 0, 10)
+	sg, err := db.Signals().SignalsAfter(ctx, b.ID, "c", 0, 10)
 	ok(t, err)
 	present("signals", len(sg))
-	tn, err := r.PendingTurns(ctx, b.ID, "c", 10)
+	tn, err := db.Signals().PendingTurns(ctx, b.ID, "c", 10)
 	ok(t, err)
 	present("turns", len(tn))
 	st, err := db.States().Get(ctx, b.ID, store.ScopeBot, b.ID)
@@ -203,7 +203,7 @@ func testConcurrentWrites(t *testing.T, db store.DB) {
 				if _, err := tx.Chat().GetConversation(ctx, f.bot.ID, conv); err != nil {
 					return err
 				}
-				return tx.Chat().AppendSignal(ctx, &model.Signal{BotID: f.bot.ID, ConversationID: conv, Type: "x"})
+				return tx.Signals().AppendSignal(ctx, &model.Signal{BotID: f.bot.ID, ConversationID: conv, Type: "x"})
 			})
 			errs <- db.Logs().Append(ctx, &model.LogEntry{BotID: f.bot.ID, Message: "m"}, &model.LogEntry{BotID: f.bot.ID, Message: "n"})
 			_, err := db.Leases().Acquire(ctx, "shared", conv, 0)

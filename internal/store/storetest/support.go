@@ -60,9 +60,9 @@ func testHandoffs(t *testing.T, db store.DB) {
 	// The dispatcher reads whether a conversation is in handoff with its
 	// pending turns.
 	for _, conv := range []string{"c2", "c3"} {
-		ok(t, db.Chat().EnqueueTurn(ctx, &model.Turn{BotID: f.bot.ID, ConversationID: conv, Kind: model.TurnEvent, RefID: "x", CreatedAt: at(50)}))
-		ok(t, db.Chat().EnqueueTurn(ctx, &model.Turn{BotID: f.bot.ID, ConversationID: conv, Kind: model.TurnEvent, RefID: "y", CreatedAt: at(51)}))
-		ps, err := db.Chat().PendingTurnInputs(ctx, f.bot.ID, conv, 10)
+		ok(t, db.Signals().EnqueueTurn(ctx, &model.Turn{BotID: f.bot.ID, ConversationID: conv, Kind: model.TurnEvent, RefID: "x", CreatedAt: at(50)}))
+		ok(t, db.Signals().EnqueueTurn(ctx, &model.Turn{BotID: f.bot.ID, ConversationID: conv, Kind: model.TurnEvent, RefID: "y", CreatedAt: at(51)}))
+		ps, err := db.Signals().PendingTurnInputs(ctx, f.bot.ID, conv, 10)
 		ok(t, err)
 		eq(t, conv+" turns", len(ps), 2)
 		for _, p := range ps {
@@ -71,7 +71,7 @@ func testHandoffs(t *testing.T, db store.DB) {
 	}
 
 	ok(t, r.Delete(ctx, f.bot.ID, "c2"))
-	ps, err := db.Chat().PendingTurnInputs(ctx, f.bot.ID, "c2", 10)
+	ps, err := db.Signals().PendingTurnInputs(ctx, f.bot.ID, "c2", 10)
 	ok(t, err)
 	eq(t, "handed back", ps[0].Handoff, false)
 	_, err = r.Get(ctx, f.bot.ID, "c2")
