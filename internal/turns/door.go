@@ -44,8 +44,9 @@ const (
 //     with them would let the backlog grow.
 //   - A message in line is let in one at a time, when a worker moves on
 //     (takes a conversation or ends a run) or an admitted message is
-//     stored, while the queue is within the bound: admissions follow the
-//     rate the workers run at. Letting the whole line in as soon as the
+//     stored (and every eighth of the bound, should none of these come),
+//     while the queue is within the bound: admissions follow the rate the
+//     workers run at. Letting the whole line in as soon as the
 //     queue dips brings the messages in together, to wait behind one
 //     another in the queue (the accepted messages' p99 at twice the
 //     sustainable rate went from ~200 to ~550 ms).
@@ -70,6 +71,7 @@ type Door struct {
 	mu      sync.Mutex
 	line    []chan struct{} // waiting messages, oldest first; closed: let in
 	waiting atomic.Int32    // len(line), read without mu
+	ticking bool            // tick is scheduled (while the line is not empty)
 }
 
 // Door returns the queue's door: a new turn waits while the conversation
@@ -153,6 +155,10 @@ func (d *Door) wait(ctx context.Context) error {
 	in := make(chan struct{})
 	d.line = append(d.line, in)
 	d.waiting.Store(int32(len(d.line)))
+	if !d.ticking {
+		d.ticking = true
+		time.AfterFunc(tickOf(bound), d.tick)
+	}
 	d.mu.Unlock()
 
 	t := time.NewTimer(lineWait * bound)
@@ -179,6 +185,24 @@ func (d *Door) wait(ctx context.Context) error {
 	d.waiting.Store(int32(len(d.line)))
 	return busy("too many messages are waiting for the bot")
 }
+
+// tick lets a message in every eighth of the bound while the line is not
+// empty, so the line moves when no worker does: a message let in may
+// never reach the queue (its body is malformed, its sender is no
+// participant), and with the workers idle no other event would come.
+func (d *Door) tick() {
+	d.grant()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if len(d.line) == 0 {
+		d.ticking = false
+		return
+	}
+	bound, _ := d.bound()
+	time.AfterFunc(tickOf(bound), d.tick)
+}
+
+func tickOf(bound time.Duration) time.Duration { return max(bound/8, time.Millisecond) }
 
 // grant lets the newest message in line in if the queue is within the
 // bound.

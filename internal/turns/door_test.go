@@ -131,6 +131,34 @@ func TestDoor(t *testing.T) {
 			t.Fatalf("let in %v, want [2 1 0]", got)
 		}
 	})
+	t.Run("the line moves when a message let in never comes", func(t *testing.T) {
+		q := NewQueue()
+		d := q.Door(80*time.Millisecond, -1)
+		q.Notify(ref("c"))
+		q.mu.Lock()
+		q.queue[0].since = time.Now().Add(-time.Second)
+		q.mu.Unlock()
+		errs := make(chan error, 2)
+		for i := range 2 {
+			go func() {
+				_, err := d.Wait(ctx) // let in, then gone: no Admit, no release
+				errs <- err
+			}()
+			for d.waiting.Load() != int32(i+1) {
+				time.Sleep(time.Millisecond)
+			}
+		}
+		q.next() // the queue is empty, the worker idle: one is let in
+		start := time.Now()
+		for range 2 {
+			if err := <-errs; err != nil {
+				t.Fatalf("after %v: %v", time.Since(start), err)
+			}
+		}
+		if waited := time.Since(start); waited >= lineWait*80*time.Millisecond {
+			t.Fatalf("the second waited %v", waited)
+		}
+	})
 	t.Run("not while the queue is still behind", func(t *testing.T) {
 		q := NewQueue()
 		d := q.Door(30*time.Millisecond, -1)
