@@ -164,56 +164,61 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-// TestDispatcherOrder: turns of a conversation run one at a time in order;
-// conversations run in parallel; every turn is completed.
-func TestDispatcherOrder(t *testing.T) {
+// onEngines runs f on SQLite and on PostgreSQL, the latter with leases
+// (as several nodes on one database run).
+func onEngines(t *testing.T, f func(t *testing.T, db store.DB, leases bool)) {
 	for _, eng := range []struct {
 		name string
 		open func(testing.TB) store.DB
 	}{{"sqlite", testdb.SQLite}, {"postgres", testdb.Postgres}} {
-		t.Run(eng.name, func(t *testing.T) {
-			db := eng.open(t)
-			bot := newRecordingBot(2 * time.Millisecond)
-			f := newChatFixture(t, db, bot, turns.DispatcherOptions{Workers: 4, Leases: eng.name == "postgres"})
-			d := f.dispatcher
-			d.Start(context.Background())
-			defer d.Stop()
-			convs := []string{}
-			for range 3 {
-				conv, err := f.chat.CreateConversation(context.Background(), f.caller, nil)
-				if err != nil {
-					t.Fatal(err)
-				}
-				convs = append(convs, conv.ID)
-			}
-			var wg sync.WaitGroup
-			for _, c := range convs {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					for i := range 20 {
-						f.post(t, c, fmt.Sprint(i))
-					}
-				}()
-			}
-			wg.Wait()
-			waitUntil(t, "all turns", func() bool { return bot.count() == 60 })
-			if bot.overlap {
-				t.Fatal("two turns of one conversation ran at once")
-			}
-			for _, c := range convs {
-				for i, got := range bot.seen[c] {
-					if got != fmt.Sprint(i) {
-						t.Fatalf("conversation %s ran %v", c, bot.seen[c])
-					}
-				}
-				waitUntil(t, "turns completed", func() bool {
-					ts, _ := db.Signals().PendingTurns(context.Background(), f.botID, c, 10)
-					return len(ts) == 0
-				})
-			}
-		})
+		t.Run(eng.name, func(t *testing.T) { f(t, eng.open(t), eng.name == "postgres") })
 	}
+}
+
+// TestDispatcherOrder: turns of a conversation run one at a time in order;
+// conversations run in parallel; every turn is completed.
+func TestDispatcherOrder(t *testing.T) {
+	onEngines(t, func(t *testing.T, db store.DB, leases bool) {
+		bot := newRecordingBot(2 * time.Millisecond)
+		f := newChatFixture(t, db, bot, turns.DispatcherOptions{Workers: 4, Leases: leases})
+		d := f.dispatcher
+		d.Start(context.Background())
+		defer d.Stop()
+		convs := []string{}
+		for range 3 {
+			conv, err := f.chat.CreateConversation(context.Background(), f.caller, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			convs = append(convs, conv.ID)
+		}
+		var wg sync.WaitGroup
+		for _, c := range convs {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := range 20 {
+					f.post(t, c, fmt.Sprint(i))
+				}
+			}()
+		}
+		wg.Wait()
+		waitUntil(t, "all turns", func() bool { return bot.count() == 60 })
+		if bot.overlap {
+			t.Fatal("two turns of one conversation ran at once")
+		}
+		for _, c := range convs {
+			for i, got := range bot.seen[c] {
+				if got != fmt.Sprint(i) {
+					t.Fatalf("conversation %s ran %v", c, bot.seen[c])
+				}
+			}
+			waitUntil(t, "turns completed", func() bool {
+				ts, _ := db.Signals().PendingTurns(context.Background(), f.botID, c, 10)
+				return len(ts) == 0
+			})
+		}
+	})
 }
 
 // TestDispatcherRecovers: turns left pending (a crash before they ran)
@@ -347,45 +352,39 @@ func TestDispatcherKeepsLeaseBriefly(t *testing.T) {
 // worker is within the bound (300 ms), so a new message comes in at once;
 // with the floor of 30 ms it would wait, then be refused.
 func TestDoorFollowsTheBot(t *testing.T) {
-	for _, eng := range []struct {
-		name string
-		open func(testing.TB) store.DB
-	}{{"sqlite", testdb.SQLite}, {"postgres", testdb.Postgres}} {
-		t.Run(eng.name, func(t *testing.T) {
-			db := eng.open(t)
-			bot := newRecordingBot(150 * time.Millisecond)
-			resolver := func(context.Context, string) (turns.Bot, error) { return bot, nil }
-			queue := turns.NewQueue()
-			commit := db.NewCommitter(queue.AfterCommit(nil))
-			n := &node{chat: conversations.NewChat(db, commit, nopStreams{}, queue.Door(0, -1)),
-				dispatcher: turns.NewDispatcher(db, commit, queue, resolver, slog.Default(),
-					turns.DispatcherOptions{Workers: 1, Leases: eng.name == "postgres"})}
-			f := newChatFixtureOn(t, db, n)
-			f.dispatcher.Start(context.Background())
-			defer f.dispatcher.Stop()
-			var convs []string
-			for range 3 {
-				conv, err := f.chat.CreateConversation(context.Background(), f.caller, nil)
-				if err != nil {
-					t.Fatal(err)
-				}
-				convs = append(convs, conv.ID)
+	onEngines(t, func(t *testing.T, db store.DB, leases bool) {
+		bot := newRecordingBot(150 * time.Millisecond)
+		resolver := func(context.Context, string) (turns.Bot, error) { return bot, nil }
+		queue := turns.NewQueue()
+		commit := db.NewCommitter(queue.AfterCommit(nil))
+		n := &node{chat: conversations.NewChat(db, commit, nopStreams{}, queue.Door(0, -1)),
+			dispatcher: turns.NewDispatcher(db, commit, queue, resolver, slog.Default(),
+				turns.DispatcherOptions{Workers: 1, Leases: leases})}
+		f := newChatFixtureOn(t, db, n)
+		f.dispatcher.Start(context.Background())
+		defer f.dispatcher.Stop()
+		var convs []string
+		for range 3 {
+			conv, err := f.chat.CreateConversation(context.Background(), f.caller, nil)
+			if err != nil {
+				t.Fatal(err)
 			}
-			f.post(t, convs[0], "warm up")
-			waitUntil(t, "the first turn", func() bool { return bot.count() == 1 })
+			convs = append(convs, conv.ID)
+		}
+		f.post(t, convs[0], "warm up")
+		waitUntil(t, "the first turn", func() bool { return bot.count() == 1 })
 
-			f.post(t, convs[0], "busy")   // the worker runs it for 150 ms
-			f.post(t, convs[1], "queued") // waits for the worker
-			time.Sleep(80 * time.Millisecond)
-			if d := queue.Delay(); d < 60*time.Millisecond {
-				t.Fatalf("the queued conversation waited %v, want about 80 ms", d)
-			}
-			start := time.Now()
-			f.post(t, convs[2], "new") // fails the test if refused
-			if waited := time.Since(start); waited > 60*time.Millisecond {
-				t.Fatalf("a message within the bound waited %v at the door", waited)
-			}
-			waitUntil(t, "every turn", func() bool { return bot.count() == 4 })
-		})
-	}
+		f.post(t, convs[0], "busy")   // the worker runs it for 150 ms
+		f.post(t, convs[1], "queued") // waits for the worker
+		time.Sleep(80 * time.Millisecond)
+		if d := queue.Delay(); d < 60*time.Millisecond {
+			t.Fatalf("the queued conversation waited %v, want about 80 ms", d)
+		}
+		start := time.Now()
+		f.post(t, convs[2], "new") // fails the test if refused
+		if waited := time.Since(start); waited > 60*time.Millisecond {
+			t.Fatalf("a message within the bound waited %v at the door", waited)
+		}
+		waitUntil(t, "every turn", func() bool { return bot.count() == 4 })
+	})
 }
