@@ -111,13 +111,9 @@ func (q *Queue) freed() {
 // before our turn was committed, so look again shortly; past the retries,
 // the dispatcher's sweep takes over.
 func (q *Queue) done(ref model.ConversationRef, busy bool) {
+	defer q.freed()
 	q.mu.Lock()
-	q.ended(ref, busy)
-	q.mu.Unlock()
-	q.freed()
-}
-
-func (q *Queue) ended(ref model.ConversationRef, busy bool) {
+	defer q.mu.Unlock()
 	st := q.state[ref]
 	if !busy {
 		st.retries = 0
