@@ -161,6 +161,7 @@ func (a *App) start(ctx context.Context, o options) error {
 	a.closeOnShutdown(hub.Close)
 	queue := turns.NewQueue()
 	met.Gauge("parley_turn_queue_depth", "Conversations with pending turns waiting for a dispatcher worker.", func() float64 { return float64(queue.Len()) })
+	met.Gauge("parley_turn_queue_delay_seconds", "How long the conversation first in line has waited for a dispatcher worker.", func() float64 { return queue.Delay().Seconds() })
 	met.Gauge("parley_sse_streams_open", "Open SSE streams (Chat and Webchat API listeners) on this node.", func() float64 { return float64(hub.Streams()) })
 	// Deployed Node.js bundles (SDK bots and integrations) run in child
 	// processes, stopped after the workers that call them. Their BP_TOKEN
@@ -209,10 +210,16 @@ func (a *App) start(ctx context.Context, o options) error {
 	// integrations over HTTP, and the sandbox's client through the turns
 	// runtime; its deletions reach the Chat API's caches and streams).
 	// callAction of a bot's own action calls the SDK bot.
-	// Users' messages are refused at the door (429) while turns wait for
-	// a worker longer than MaxTurnDelay, or while MaxMessagesInFlight are
-	// being stored.
-	a.chat = conversations.NewChat(a.db, commit, hub, queue.Door(a.cfg.MaxTurnDelay, a.cfg.MaxMessagesInFlight))
+	// Users' messages wait at the door, then are refused (429), while
+	// turns wait for a worker longer than the door's bound (MaxTurnDelay
+	// or automatic), or while MaxMessagesInFlight are being stored.
+	door := queue.Door(a.cfg.MaxTurnDelay, a.cfg.MaxMessagesInFlight)
+	met.Gauge("parley_door_waiting", "Users' messages waiting at the door for the bots to catch up.", func() float64 { return float64(door.Waiting()) })
+	if _, on := door.Bound(); on {
+		met.Gauge("parley_door_bound_seconds", "How long the conversation first in line may wait for a worker before new messages wait at the door (--max-turn-delay, or the automatic bound).",
+			func() float64 { b, _ := door.Bound(); return b.Seconds() })
+	}
+	a.chat = conversations.NewChat(a.db, commit, hub, door)
 	// callAction of '<integration>:<action>' calls the integration.
 	var actions runtimeapi.ActionCaller = actionRouter{integrations: integ.Actions, bots: sdkBots}
 	if o.actions != nil {

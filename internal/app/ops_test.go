@@ -93,7 +93,7 @@ func TestMetricsScrapedAndParsed(t *testing.T) {
 		}
 	}
 	for _, name := range []string{"parley_http_request_duration_seconds", "parley_turn_duration_seconds", "parley_turn_queue_depth",
-		"parley_sse_streams_open", "parley_db_open_connections", "parley_db_in_use_connections", "parley_db_wait_count_total", "go_goroutines"} {
+		"parley_turn_queue_delay_seconds", "parley_door_waiting", "parley_sse_streams_open", "parley_db_open_connections", "parley_db_in_use_connections", "parley_db_wait_count_total", "go_goroutines"} {
 		if families[name] == nil {
 			t.Errorf("%s: missing", name)
 		}

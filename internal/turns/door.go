@@ -128,6 +128,20 @@ func (d *Door) Admit(ctx context.Context) (release func(), err error) {
 	}, nil
 }
 
+// Waiting is how many messages wait in the door's line (for metrics).
+func (d *Door) Waiting() int { return int(d.waiting.Load()) }
+
+// Bound is how long the conversation first in line may wait for a worker
+// before new messages wait at the door, now (for metrics); false when the
+// door never makes them wait.
+func (d *Door) Bound() (time.Duration, bool) {
+	if d.maxDelay < 0 {
+		return 0, false
+	}
+	b, _ := d.bound()
+	return b, true
+}
+
 // bound is how long the conversation first in line may wait (a message
 // waits in line lineWait times that), with the queue's current delay.
 func (d *Door) bound() (bound, delay time.Duration) {

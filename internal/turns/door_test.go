@@ -114,6 +114,9 @@ func TestDoor(t *testing.T) {
 				time.Sleep(time.Millisecond)
 			}
 		}
+		if n := d.Waiting(); n != 3 {
+			t.Fatalf("Waiting = %d", n)
+		}
 		// A newcomer does not pass those in line even with the queue
 		// within its bound.
 		q.mu.Lock()
@@ -237,8 +240,11 @@ func TestDoor(t *testing.T) {
 				t.Errorf("turn %v: bound %v, want %v", tc.turn, got, tc.want)
 			}
 		}
-		if got, _ := q.Door(30*time.Millisecond, -1).bound(); got != 30*time.Millisecond {
-			t.Errorf("explicit bound: %v", got)
+		if got, on := q.Door(30*time.Millisecond, -1).Bound(); got != 30*time.Millisecond || !on {
+			t.Errorf("explicit bound: %v %v", got, on)
+		}
+		if _, on := q.Door(-1, -1).Bound(); on {
+			t.Error("a door that never refuses has a bound")
 		}
 		// The average follows the turns' runs.
 		q = NewQueue()
