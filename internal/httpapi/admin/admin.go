@@ -7,7 +7,6 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/parley-bots/parley/internal/administration"
 	"github.com/parley-bots/parley/internal/httpapi/httpx"
@@ -57,6 +56,8 @@ type (
 
 func (h *Handler) routes() {
 	m := h.mux
+	ws := workspaceOps{workspaces: h.workspaces, members: h.members}
+	b := botOps{bots: h.bots, publicURL: h.publicURL}
 	const p = "/v1/admin"
 	m.Handle("GET "+p+"/account/me", h.account(h.getAccount))
 	m.Handle("PUT "+p+"/account/me", h.account(h.updateAccount))
@@ -64,42 +65,42 @@ func (h *Handler) routes() {
 	m.Handle("POST "+p+"/account/pats", h.account(h.createPAT))
 	m.Handle("DELETE "+p+"/account/pats/{id}", h.account(h.deletePAT))
 
-	m.Handle("GET "+p+"/workspaces", h.account(h.listWorkspaces))
-	m.Handle("POST "+p+"/workspaces", h.account(h.createWorkspace))
-	m.Handle("GET "+p+"/workspaces/{id}", h.account(h.getWorkspace))
-	m.Handle("GET "+p+"/workspaces/public", h.account(h.listPublicWorkspaces))
-	m.Handle("GET "+p+"/workspaces/{id}/public", h.account(h.getPublicWorkspace))
-	m.Handle("PUT "+p+"/workspaces/handle-availability", h.account(h.checkHandleAvailability))
-	m.Handle("PUT "+p+"/workspaces/{id}", h.account(h.updateWorkspace))
-	m.Handle("DELETE "+p+"/workspaces/{id}", h.account(h.deleteWorkspace))
-	m.Handle("GET "+p+"/workspaces/{id}/audit-records", h.account(h.auditRecords))
+	m.Handle("GET "+p+"/workspaces", h.account(ws.listWorkspaces))
+	m.Handle("POST "+p+"/workspaces", h.account(ws.createWorkspace))
+	m.Handle("GET "+p+"/workspaces/{id}", h.account(ws.getWorkspace))
+	m.Handle("GET "+p+"/workspaces/public", h.account(ws.listPublicWorkspaces))
+	m.Handle("GET "+p+"/workspaces/{id}/public", h.account(ws.getPublicWorkspace))
+	m.Handle("PUT "+p+"/workspaces/handle-availability", h.account(ws.checkHandleAvailability))
+	m.Handle("PUT "+p+"/workspaces/{id}", h.account(ws.updateWorkspace))
+	m.Handle("DELETE "+p+"/workspaces/{id}", h.account(ws.deleteWorkspace))
+	m.Handle("GET "+p+"/workspaces/{id}/audit-records", h.account(ws.auditRecords))
 
-	m.Handle("GET "+p+"/workspace-members", h.workspace(h.listMembers))
-	m.Handle("GET "+p+"/workspace-members/me", h.workspace(h.getMe))
-	m.Handle("POST "+p+"/workspace-members", h.workspace(h.createMember))
-	m.Handle("PUT "+p+"/workspace-members/{id}", h.workspace(h.updateMember))
-	m.Handle("DELETE "+p+"/workspace-members/{id}", h.workspace(h.deleteMember))
+	m.Handle("GET "+p+"/workspace-members", h.workspace(ws.listMembers))
+	m.Handle("GET "+p+"/workspace-members/me", h.workspace(ws.getMe))
+	m.Handle("POST "+p+"/workspace-members", h.workspace(ws.createMember))
+	m.Handle("PUT "+p+"/workspace-members/{id}", h.workspace(ws.updateMember))
+	m.Handle("DELETE "+p+"/workspace-members/{id}", h.workspace(ws.deleteMember))
 
-	m.Handle("POST "+p+"/bots", h.workspace(h.createBot))
-	m.Handle("GET "+p+"/bots", h.workspace(h.listBots))
-	m.Handle("GET "+p+"/bots/{id}", h.workspace(h.getBot))
-	m.Handle("PUT "+p+"/bots/{id}", h.workspace(h.updateBot))
-	m.Handle("DELETE "+p+"/bots/{id}", h.workspace(h.deleteBot))
-	m.Handle("GET "+p+"/bots/{id}/logs", h.workspace(h.botLogs))
-	m.Handle("GET "+p+"/bots/{id}/versions", h.workspace(h.listVersions))
-	m.Handle("GET "+p+"/bots/{id}/versions/{versionId}", h.workspace(h.getVersion))
-	m.Handle("POST "+p+"/bots/{id}/publish-from-bot-json", h.workspace(h.publishFromBotJSON))
-	m.Handle("GET "+p+"/bots/{id}/bot-json", h.workspace(h.getBotJSON))
-	m.Handle("GET "+p+"/bots/{id}/issues", h.workspace(h.listIssues))
-	m.Handle("GET "+p+"/bots/{id}/issues/{issueId}", h.workspace(h.getIssue))
-	m.Handle("DELETE "+p+"/bots/{id}/issues/{issueId}", h.workspace(h.deleteIssue))
-	m.Handle("GET "+p+"/bots/{id}/issues/{issueId}/events", h.workspace(h.listIssueEvents))
-	m.Handle("GET "+p+"/bots/baks", h.workspace(h.listBotKeys))
-	m.Handle("POST "+p+"/bots/baks", h.workspace(h.createBotKey))
-	m.Handle("DELETE "+p+"/bots/baks/{id}", h.workspace(h.deleteBotKey))
+	m.Handle("POST "+p+"/bots", h.workspace(b.createBot))
+	m.Handle("GET "+p+"/bots", h.workspace(b.listBots))
+	m.Handle("GET "+p+"/bots/{id}", h.workspace(b.getBot))
+	m.Handle("PUT "+p+"/bots/{id}", h.workspace(b.updateBot))
+	m.Handle("DELETE "+p+"/bots/{id}", h.workspace(b.deleteBot))
+	m.Handle("GET "+p+"/bots/{id}/logs", h.workspace(b.botLogs))
+	m.Handle("GET "+p+"/bots/{id}/versions", h.workspace(b.listVersions))
+	m.Handle("GET "+p+"/bots/{id}/versions/{versionId}", h.workspace(b.getVersion))
+	m.Handle("POST "+p+"/bots/{id}/publish-from-bot-json", h.workspace(b.publishFromBotJSON))
+	m.Handle("GET "+p+"/bots/{id}/bot-json", h.workspace(b.getBotJSON))
+	m.Handle("GET "+p+"/bots/{id}/issues", h.workspace(b.listIssues))
+	m.Handle("GET "+p+"/bots/{id}/issues/{issueId}", h.workspace(b.getIssue))
+	m.Handle("DELETE "+p+"/bots/{id}/issues/{issueId}", h.workspace(b.deleteIssue))
+	m.Handle("GET "+p+"/bots/{id}/issues/{issueId}/events", h.workspace(b.listIssueEvents))
+	m.Handle("GET "+p+"/bots/baks", h.workspace(b.listBotKeys))
+	m.Handle("POST "+p+"/bots/baks", h.workspace(b.createBotKey))
+	m.Handle("DELETE "+p+"/bots/baks/{id}", h.workspace(b.deleteBotKey))
 	// Parley's own operations for the dashboard (docs/dashboard.md).
-	m.Handle("GET "+p+"/bots/{id}/conversations", h.workspace(h.listBotConversations))
-	m.Handle("GET "+p+"/bots/{id}/conversations/{conversationId}/messages", h.workspace(h.listConversationMessages))
+	m.Handle("GET "+p+"/bots/{id}/conversations", h.workspace(b.listBotConversations))
+	m.Handle("GET "+p+"/bots/{id}/conversations/{conversationId}/messages", h.workspace(b.listConversationMessages))
 	m.Handle("POST "+p+"/introspect", h.account(h.introspect))
 	h.hostedRoutes()
 	h.supportRoutes()
@@ -229,371 +230,4 @@ func (h *Handler) introspect(w http.ResponseWriter, r *http.Request, p *administ
 		return err
 	}
 	return ok(w, map[string]any{"workspaceId": b.WorkspaceID, "botId": b.ID, "userId": p.Account.ID})
-}
-
-// --- workspaces ---
-
-func (h *Handler) listWorkspaces(w http.ResponseWriter, r *http.Request, p *administration.Principal) error {
-	pg, err := page(r)
-	if err != nil {
-		return err
-	}
-	ws, next, err := h.workspaces.List(r.Context(), p, r.URL.Query().Get("handle"), pg)
-	if err != nil {
-		return err
-	}
-	out := make([]workspaceJSON, 0, len(ws))
-	for _, x := range ws {
-		out = append(out, renderWorkspace(x))
-	}
-	return ok(w, map[string]any{"workspaces": out, "meta": meta(next)})
-}
-
-func (h *Handler) createWorkspace(w http.ResponseWriter, r *http.Request, p *administration.Principal) error {
-	var in struct {
-		Name           *string `json:"name"`
-		BillingVersion *string `json:"billingVersion"`
-	}
-	if err := httpx.Decode(r, &in, true); err != nil {
-		return err
-	}
-	if in.Name == nil {
-		return model.Invalid("name: required")
-	}
-	if in.BillingVersion != nil && *in.BillingVersion != "v4" {
-		return model.Invalid("billingVersion: only \"v4\" is accepted")
-	}
-	ws, err := h.workspaces.Create(r.Context(), p, *in.Name)
-	if err != nil {
-		return err
-	}
-	return ok(w, renderWorkspace(ws))
-}
-
-func (h *Handler) getWorkspace(w http.ResponseWriter, r *http.Request, p *administration.Principal) error {
-	ws, err := h.workspaces.Get(r.Context(), p, r.PathValue("id"))
-	if err != nil {
-		return err
-	}
-	return ok(w, renderWorkspace(ws))
-}
-
-func (h *Handler) updateWorkspace(w http.ResponseWriter, r *http.Request, p *administration.Principal) error {
-	var in administration.WorkspacePatch
-	if err := httpx.Decode(r, &in, true); err != nil {
-		return err
-	}
-	ws, err := h.workspaces.Update(r.Context(), p, r.PathValue("id"), in)
-	if err != nil {
-		return err
-	}
-	return ok(w, renderWorkspace(ws))
-}
-
-func (h *Handler) deleteWorkspace(w http.ResponseWriter, r *http.Request, p *administration.Principal) error {
-	if err := h.workspaces.Delete(r.Context(), p, r.PathValue("id")); err != nil {
-		return err
-	}
-	return ok(w, httpx.Empty)
-}
-
-func (h *Handler) auditRecords(w http.ResponseWriter, r *http.Request, p *administration.Principal) error {
-	pg, err := page(r)
-	if err != nil {
-		return err
-	}
-	recs, next, err := h.workspaces.AuditRecords(r.Context(), p, r.PathValue("id"), pg)
-	if err != nil {
-		return err
-	}
-	out := make([]auditJSON, 0, len(recs))
-	for _, x := range recs {
-		out = append(out, renderAudit(x))
-	}
-	return ok(w, map[string]any{"records": out, "meta": meta(next)})
-}
-
-// --- members ---
-
-func (h *Handler) listMembers(w http.ResponseWriter, r *http.Request, c *administration.Caller) error {
-	pg, err := page(r)
-	if err != nil {
-		return err
-	}
-	ms, next, err := h.members.List(r.Context(), c, pg)
-	if err != nil {
-		return err
-	}
-	out := make([]memberJSON, 0, len(ms))
-	for _, m := range ms {
-		out = append(out, renderMember(m))
-	}
-	return ok(w, map[string]any{"members": out, "meta": meta(next)})
-}
-
-func (h *Handler) getMe(w http.ResponseWriter, r *http.Request, c *administration.Caller) error {
-	return ok(w, renderMember(c.Member))
-}
-
-func (h *Handler) createMember(w http.ResponseWriter, r *http.Request, c *administration.Caller) error {
-	var in struct {
-		Email     *string     `json:"email"`
-		Role      *model.Role `json:"role"`
-		SendEmail *bool       `json:"sendEmail"`
-	}
-	if err := httpx.Decode(r, &in, true); err != nil {
-		return err
-	}
-	if in.Email == nil || in.Role == nil {
-		return model.Invalid("email and role: required")
-	}
-	m, err := h.members.Add(r.Context(), c, *in.Email, *in.Role)
-	if err != nil {
-		return err
-	}
-	return ok(w, renderMember(m))
-}
-
-func (h *Handler) updateMember(w http.ResponseWriter, r *http.Request, c *administration.Caller) error {
-	var in struct {
-		Role *model.Role `json:"role"`
-	}
-	if err := httpx.Decode(r, &in, true); err != nil {
-		return err
-	}
-	m, err := h.members.Update(r.Context(), c, r.PathValue("id"), in.Role)
-	if err != nil {
-		return err
-	}
-	return ok(w, renderMember(m))
-}
-
-func (h *Handler) deleteMember(w http.ResponseWriter, r *http.Request, c *administration.Caller) error {
-	if err := h.members.Remove(r.Context(), c, r.PathValue("id")); err != nil {
-		return err
-	}
-	return ok(w, httpx.Empty)
-}
-
-// --- bots ---
-
-func (h *Handler) createBot(w http.ResponseWriter, r *http.Request, c *administration.Caller) error {
-	var in administration.BotWrite
-	if err := httpx.Decode(r, &in, true); err != nil {
-		return err
-	}
-	v, err := h.bots.Create(r.Context(), c, in)
-	if err != nil {
-		return err
-	}
-	return ok(w, map[string]any{"bot": renderBot(v, h.publicURL, true)})
-}
-
-func (h *Handler) getBot(w http.ResponseWriter, r *http.Request, c *administration.Caller) error {
-	v, err := h.bots.Get(r.Context(), c, r.PathValue("id"))
-	if err != nil {
-		return err
-	}
-	return ok(w, map[string]any{"bot": renderBot(v, h.publicURL, false)})
-}
-
-func (h *Handler) updateBot(w http.ResponseWriter, r *http.Request, c *administration.Caller) error {
-	var in administration.BotWrite
-	if err := httpx.Decode(r, &in, true); err != nil {
-		return err
-	}
-	v, err := h.bots.Update(r.Context(), c, r.PathValue("id"), in)
-	if err != nil {
-		return err
-	}
-	return ok(w, map[string]any{"bot": renderBot(v, h.publicURL, false)})
-}
-
-func (h *Handler) deleteBot(w http.ResponseWriter, r *http.Request, c *administration.Caller) error {
-	if err := h.bots.Delete(r.Context(), c, r.PathValue("id")); err != nil {
-		return err
-	}
-	return ok(w, httpx.Empty)
-}
-
-func (h *Handler) listBots(w http.ResponseWriter, r *http.Request, c *administration.Caller) error {
-	pg, err := page(r)
-	if err != nil {
-		return err
-	}
-	q := r.URL.Query()
-	f := store.BotFilter{Dev: q.Get("dev") == "true", Tags: dotted(q, "tags"), SortField: q.Get("sortField")}
-	switch f.SortField {
-	case "", "createdAt", "updatedAt":
-	default:
-		return model.Errorf(model.ErrInvalidQuery, "sortField: must be createdAt or updatedAt")
-	}
-	switch q.Get("sortDirection") {
-	case "", "desc":
-	case "asc":
-		f.Ascending = true
-	default:
-		return model.Errorf(model.ErrInvalidQuery, "sortDirection: must be asc or desc")
-	}
-	bots, next, err := h.bots.List(r.Context(), c, f, pg)
-	if err != nil {
-		return err
-	}
-	out := make([]botSummaryJSON, 0, len(bots))
-	for _, b := range bots {
-		out = append(out, renderBotSummary(b))
-	}
-	return ok(w, map[string]any{"bots": out, "meta": meta(next)})
-}
-
-func (h *Handler) botLogs(w http.ResponseWriter, r *http.Request, c *administration.Caller) error {
-	q := r.URL.Query()
-	f := model.LogFilter{BotID: r.PathValue("id"), Level: q.Get("level"), UserID: q.Get("userId"),
-		ConversationID: q.Get("conversationId"), WorkflowID: q.Get("workflowId"), Contains: q.Get("messageContains")}
-	for name, dst := range map[string]*time.Time{"timeStart": &f.Since, "timeEnd": &f.Until} {
-		if s := q.Get(name); s != "" {
-			t, err := time.Parse(time.RFC3339Nano, s)
-			if err != nil {
-				return model.Errorf(model.ErrInvalidQuery, "%s: expected an ISO 8601 date-time", name)
-			}
-			*dst = t
-		}
-	}
-	pg, err := page(r)
-	if err != nil {
-		return err
-	}
-	logs, next, err := h.bots.Logs(r.Context(), c, f, pg)
-	if err != nil {
-		return err
-	}
-	out := make([]logJSON, 0, len(logs))
-	for _, l := range logs {
-		out = append(out, renderLog(l))
-	}
-	body := map[string]any{"logs": out}
-	if next != "" {
-		body["nextToken"] = next
-	}
-	return ok(w, body)
-}
-
-func (h *Handler) listVersions(w http.ResponseWriter, r *http.Request, c *administration.Caller) error {
-	vs, err := h.bots.ListVersions(r.Context(), c, r.PathValue("id"))
-	if err != nil {
-		return err
-	}
-	out := make([]map[string]any, 0, len(vs))
-	for _, v := range vs {
-		out = append(out, renderVersion(v, false))
-	}
-	return ok(w, map[string]any{"versions": out})
-}
-
-func renderVersion(v *model.BotVersion, withCode bool) map[string]any {
-	out := map[string]any{"id": v.ID, "name": v.Name, "createdAt": model.FormatTime(v.CreatedAt)}
-	if v.Description != "" {
-		out["description"] = v.Description
-	}
-	if withCode {
-		out["code"] = v.Code
-		// Parley: the code was generated from bot JSON (a workflow bot).
-		out["fromBotJson"] = v.BotJSON != ""
-	}
-	return out
-}
-
-// getVersion answers with the url the client type requires (this same
-// resource) and, as a Parley extension, the version itself with its code.
-func (h *Handler) getVersion(w http.ResponseWriter, r *http.Request, c *administration.Caller) error {
-	v, err := h.bots.GetVersion(r.Context(), c, r.PathValue("id"), r.PathValue("versionId"))
-	if err != nil {
-		return err
-	}
-	u := h.publicURL + "/v1/admin/bots/" + url.PathEscape(v.BotID) + "/versions/" + url.PathEscape(v.ID)
-	return ok(w, map[string]any{"url": u, "version": renderVersion(v, true)})
-}
-
-func (h *Handler) listIssues(w http.ResponseWriter, r *http.Request, c *administration.Caller) error {
-	pg, err := page(r)
-	if err != nil {
-		return err
-	}
-	is, next, err := h.bots.ListIssues(r.Context(), c, r.PathValue("id"), pg)
-	if err != nil {
-		return err
-	}
-	out := make([]issueJSON, 0, len(is))
-	for _, i := range is {
-		out = append(out, renderIssue(i))
-	}
-	return ok(w, map[string]any{"issues": out, "meta": meta(next)})
-}
-
-func (h *Handler) getIssue(w http.ResponseWriter, r *http.Request, c *administration.Caller) error {
-	i, err := h.bots.GetIssue(r.Context(), c, r.PathValue("id"), r.PathValue("issueId"))
-	if err != nil {
-		return err
-	}
-	return ok(w, map[string]any{"issue": renderIssue(i)})
-}
-
-func (h *Handler) deleteIssue(w http.ResponseWriter, r *http.Request, c *administration.Caller) error {
-	if err := h.bots.DeleteIssue(r.Context(), c, r.PathValue("id"), r.PathValue("issueId")); err != nil {
-		return err
-	}
-	return ok(w, httpx.Empty)
-}
-
-func (h *Handler) listIssueEvents(w http.ResponseWriter, r *http.Request, c *administration.Caller) error {
-	pg, err := page(r)
-	if err != nil {
-		return err
-	}
-	evs, next, err := h.bots.ListIssueEvents(r.Context(), c, r.PathValue("id"), r.PathValue("issueId"), pg)
-	if err != nil {
-		return err
-	}
-	out := make([]map[string]any, 0, len(evs))
-	for _, e := range evs {
-		out = append(out, map[string]any{"id": e.ID, "createdAt": model.FormatTime(e.CreatedAt), "data": renderIssueEventData(e.Data)})
-	}
-	return ok(w, map[string]any{"issueEvents": out, "meta": meta(next)})
-}
-
-func (h *Handler) listBotKeys(w http.ResponseWriter, r *http.Request, c *administration.Caller) error {
-	botID := r.URL.Query().Get("botId")
-	if botID == "" {
-		return model.Errorf(model.ErrInvalidQuery, "botId: required")
-	}
-	ts, err := h.bots.ListAPIKeys(r.Context(), c, botID)
-	if err != nil {
-		return err
-	}
-	return ok(w, map[string]any{"baks": renderTokens(ts)})
-}
-
-func (h *Handler) createBotKey(w http.ResponseWriter, r *http.Request, c *administration.Caller) error {
-	var in struct {
-		BotID *string `json:"botId"`
-		Note  string  `json:"note"`
-	}
-	if err := httpx.Decode(r, &in, true); err != nil {
-		return err
-	}
-	if in.BotID == nil {
-		return model.Invalid("botId: required")
-	}
-	t, secret, err := h.bots.CreateAPIKey(r.Context(), c, *in.BotID, in.Note)
-	if err != nil {
-		return err
-	}
-	return ok(w, renderToken(t, secret))
-}
-
-func (h *Handler) deleteBotKey(w http.ResponseWriter, r *http.Request, c *administration.Caller) error {
-	if err := h.bots.DeleteAPIKey(r.Context(), c, r.PathValue("id")); err != nil {
-		return err
-	}
-	return ok(w, httpx.Empty)
 }

@@ -11,7 +11,7 @@ import (
 // publishFromBotJSON validates a bot JSON document ({ botJson }), creates a
 // bot version from it and deploys it. The answer is the deployed bot and
 // the new version; an invalid document is a 400 naming every JSON pointer.
-func (h *Handler) publishFromBotJSON(w http.ResponseWriter, r *http.Request, c *administration.Caller) error {
+func (h botOps) publishFromBotJSON(w http.ResponseWriter, r *http.Request, c *administration.Caller) error {
 	var in struct {
 		BotJSON json.RawMessage `json:"botJson"`
 	}
@@ -27,7 +27,7 @@ func (h *Handler) publishFromBotJSON(w http.ResponseWriter, r *http.Request, c *
 
 // getBotJSON answers { botJson }: the document of the deployed version,
 // as published (the same shape publishFromBotJson takes).
-func (h *Handler) getBotJSON(w http.ResponseWriter, r *http.Request, c *administration.Caller) error {
+func (h botOps) getBotJSON(w http.ResponseWriter, r *http.Request, c *administration.Caller) error {
 	doc, err := h.bots.GetBotJSON(r.Context(), c, r.PathValue("id"))
 	if err != nil {
 		return err

@@ -15,7 +15,7 @@ import (
 // pagination and error body.
 
 // listBotConversations is GET /v1/admin/bots/{id}/conversations.
-func (h *Handler) listBotConversations(w http.ResponseWriter, r *http.Request, c *administration.Caller) error {
+func (h botOps) listBotConversations(w http.ResponseWriter, r *http.Request, c *administration.Caller) error {
 	pg, err := page(r)
 	if err != nil {
 		return err
@@ -44,7 +44,7 @@ func (h *Handler) listBotConversations(w http.ResponseWriter, r *http.Request, c
 
 // listConversationMessages is GET
 // /v1/admin/bots/{id}/conversations/{conversationId}/messages.
-func (h *Handler) listConversationMessages(w http.ResponseWriter, r *http.Request, c *administration.Caller) error {
+func (h botOps) listConversationMessages(w http.ResponseWriter, r *http.Request, c *administration.Caller) error {
 	pg, err := page(r)
 	if err != nil {
 		return err

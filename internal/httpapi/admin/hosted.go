@@ -80,7 +80,7 @@ func renderPublicWorkspace(w *model.Workspace) publicWorkspaceJSON {
 		SocialAccounts: social, Handle: w.Handle}
 }
 
-func (h *Handler) listPublicWorkspaces(w http.ResponseWriter, r *http.Request, p *administration.Principal) error {
+func (h workspaceOps) listPublicWorkspaces(w http.ResponseWriter, r *http.Request, p *administration.Principal) error {
 	pg, err := page(r)
 	if err != nil {
 		return err
@@ -96,7 +96,7 @@ func (h *Handler) listPublicWorkspaces(w http.ResponseWriter, r *http.Request, p
 	return ok(w, map[string]any{"workspaces": out, "meta": meta(next)})
 }
 
-func (h *Handler) getPublicWorkspace(w http.ResponseWriter, r *http.Request, p *administration.Principal) error {
+func (h workspaceOps) getPublicWorkspace(w http.ResponseWriter, r *http.Request, p *administration.Principal) error {
 	ws, err := h.workspaces.GetPublic(r.Context(), p, r.PathValue("id"))
 	if err != nil {
 		return err
@@ -104,7 +104,7 @@ func (h *Handler) getPublicWorkspace(w http.ResponseWriter, r *http.Request, p *
 	return ok(w, renderPublicWorkspace(ws))
 }
 
-func (h *Handler) checkHandleAvailability(w http.ResponseWriter, r *http.Request, p *administration.Principal) error {
+func (h workspaceOps) checkHandleAvailability(w http.ResponseWriter, r *http.Request, p *administration.Principal) error {
 	var in struct {
 		Handle *string `json:"handle"`
 	}
