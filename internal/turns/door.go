@@ -85,7 +85,12 @@ func (q *Queue) Door(maxDelay time.Duration, maxInFlight int) *Door {
 	}
 	d := &Door{q: q, maxDelay: maxDelay, maxInFlight: int64(maxInFlight)}
 	q.mu.Lock()
-	q.doors = append(q.doors, d)
+	var doors []*Door
+	if old := q.doors.Load(); old != nil {
+		doors = append(doors, *old...)
+	}
+	doors = append(doors, d)
+	q.doors.Store(&doors)
 	q.mu.Unlock()
 	return d
 }

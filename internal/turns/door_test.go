@@ -233,9 +233,7 @@ func TestDoor(t *testing.T) {
 			{200 * time.Millisecond, 400 * time.Millisecond},
 			{5 * time.Second, MaxAutoDelay},
 		} {
-			q.mu.Lock()
-			q.turn = tc.turn
-			q.mu.Unlock()
+			q.turn.Store(int64(tc.turn))
 			if got, _ := d.bound(); got != tc.want {
 				t.Errorf("turn %v: bound %v, want %v", tc.turn, got, tc.want)
 			}

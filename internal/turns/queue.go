@@ -2,6 +2,7 @@ package turns
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/parley-bots/parley/internal/model"
@@ -19,8 +20,12 @@ type Queue struct {
 	queue  []queued
 	state  map[model.ConversationRef]*convState
 	closed bool
-	doors  []*Door       // told when a worker takes a conversation or ends a run
-	turn   time.Duration // a turn's run, moving average (the door's automatic bound)
+	// doors are told when a worker takes a conversation or ends a run;
+	// turn is a turn's run in ns, a moving average (the door's automatic
+	// bound). Both are read and written without mu, which the workers
+	// and the commits' notifications contend for.
+	doors atomic.Pointer[[]*Door]
+	turn  atomic.Int64
 }
 
 // queued is a conversation waiting for a worker, since when.
@@ -98,11 +103,10 @@ func (q *Queue) next() (ref model.ConversationRef, ok bool) {
 // freed lets the doors admit a waiting message: a worker took a
 // conversation or ended a run (called without q.mu).
 func (q *Queue) freed() {
-	q.mu.Lock()
-	doors := q.doors
-	q.mu.Unlock()
-	for _, d := range doors {
-		d.grant()
+	if doors := q.doors.Load(); doors != nil {
+		for _, d := range *doors {
+			d.grant()
+		}
 	}
 }
 
@@ -151,13 +155,16 @@ func (q *Queue) later(ref model.ConversationRef, delay time.Duration) {
 
 // turnRan adds a turn's run to the moving average (weight 1/16).
 func (q *Queue) turnRan(d time.Duration) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	if q.turn == 0 {
-		q.turn = d
-		return
+	for {
+		old := q.turn.Load()
+		avg := int64(d)
+		if old != 0 {
+			avg = old + (int64(d)-old)/16
+		}
+		if q.turn.CompareAndSwap(old, avg) {
+			return
+		}
 	}
-	q.turn += (d - q.turn) / 16
 }
 
 // close wakes the workers and refuses further work.
@@ -190,5 +197,5 @@ func (q *Queue) delayAndTurn() (delay, turn time.Duration) {
 	if len(q.queue) > 0 {
 		delay = time.Since(q.queue[0].since)
 	}
-	return delay, q.turn
+	return delay, time.Duration(q.turn.Load())
 }
