@@ -36,19 +36,26 @@ func TestOverloadShedAtTheDoor(t *testing.T) {
 		e.sendText(k2, c2, "waiting") // accepted: nothing has waited yet
 		time.Sleep(2 * bound)         // c2 has now waited past the bound
 
-		post := func(key, conv, text string) (*http.Response, map[string]any) {
-			t.Helper()
+		send := func(key, conv, text string) (*http.Response, map[string]any, error) {
 			body := `{"conversationId":"` + conv + `","payload":{"type":"text","text":"` + text + `"}}`
 			req, _ := http.NewRequest("POST", e.base+"/messages", strings.NewReader(body))
 			req.Header.Set("Content-Type", "application/json")
 			req.Header.Set("x-user-key", key)
 			res, err := http.DefaultClient.Do(req)
 			if err != nil {
-				t.Fatal(err)
+				return nil, nil, err
 			}
 			defer res.Body.Close()
 			var out map[string]any
 			_ = json.NewDecoder(res.Body).Decode(&out)
+			return res, out, nil
+		}
+		post := func(key, conv, text string) (*http.Response, map[string]any) {
+			t.Helper()
+			res, out, err := send(key, conv, text)
+			if err != nil {
+				t.Fatal(err)
+			}
 			return res, out
 		}
 		// Both conversations are refused, after a wait: the bound is the
@@ -86,8 +93,13 @@ func TestOverloadShedAtTheDoor(t *testing.T) {
 
 		// A message waiting when the worker is freed is let in.
 		waited := make(chan int, 1)
-		go func() {
-			res, _ := post(k1, c1, "waited")
+		go func() { // no t.Fatal off the test's goroutine
+			res, _, err := send(k1, c1, "waited")
+			if err != nil {
+				t.Error(err)
+				waited <- 0
+				return
+			}
 			waited <- res.StatusCode
 		}()
 		time.Sleep(bound / 4)
