@@ -47,7 +47,9 @@ func (w *Write) Conversation() model.ConversationRef {
 }
 
 // Run applies the write inside tx: Apply, then the signal (and turn) with
-// their sequence numbers.
+// their sequence numbers. The numbers are known once the transaction
+// committed: in a pipelined transaction the engine may fill them in only
+// then (WithReturnedRow).
 func (w *Write) Run(ctx context.Context, tx Store) error {
 	if w.Fence != nil {
 		if err := tx.Leases().Check(ctx, *w.Fence); err != nil {
@@ -109,10 +111,12 @@ func Pipelined(ctx context.Context) bool { return ctx.Value(pipelineKey{}) != ni
 type requiredRowKey struct{}
 
 // WithRequiredRow marks the statement run with ctx, in a pipelined
-// transaction, as one that must change a row: when it changes none, the
-// engine fails the transaction with err (at the call that sends it, and
-// before any COMMIT) instead of the caller asking RowsAffected, which
-// would send the queued statements at once.
+// transaction, as one that must find its row, and that is written to fail
+// in the engine when it does not (PostgreSQL: a division by zero, SQLSTATE
+// 22012, by the count of the rows it changed): the engine fails the
+// transaction with err, before the COMMIT it may go out with, instead of
+// the caller asking RowsAffected, which would send the queued statements
+// at once.
 func WithRequiredRow(ctx context.Context, err error) context.Context {
 	return context.WithValue(ctx, requiredRowKey{}, err)
 }
@@ -121,6 +125,23 @@ func WithRequiredRow(ctx context.Context, err error) context.Context {
 func RequiredRow(ctx context.Context) error {
 	err, _ := ctx.Value(requiredRowKey{}).(error)
 	return err
+}
+
+type returnedRowKey struct{}
+
+// WithReturnedRow marks the statement run with ctx as an Exec, in a
+// pipelined transaction, whose one row the engine scans into dest when it
+// has run: at the latest once the transaction committed, so that the
+// statement can go out with the statements after it and the COMMIT, in one
+// round trip. Its caller must not read dest before then.
+func WithReturnedRow(ctx context.Context, dest ...any) context.Context {
+	return context.WithValue(ctx, returnedRowKey{}, dest)
+}
+
+// ReturnedRow is the destination given to WithReturnedRow, or nil.
+func ReturnedRow(ctx context.Context) []any {
+	dest, _ := ctx.Value(returnedRowKey{}).([]any)
+	return dest
 }
 
 // DirectCommitter commits each write in a transaction of its own, then

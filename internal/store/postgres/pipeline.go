@@ -7,6 +7,7 @@ import (
 	"errors"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/parley-bots/parley/internal/store"
@@ -21,7 +22,14 @@ import (
 //   - in a transaction whose context is store.WithPipeline (the chat
 //     pipeline's writes), Exec statements are queued and sent together, in
 //     one pgx batch, with the next statement that needs an answer: a query,
-//     a RowsAffected, or the COMMIT.
+//     a RowsAffected, or the COMMIT;
+//   - there, an Exec marked store.WithReturnedRow is a query whose row is
+//     scanned when its batch returns, and one marked store.WithRequiredRow
+//     fails the transaction in the server when it finds no row: so a write
+//     of the chat pipeline (a user's message, a turn's completion, with
+//     the numbers of their signals and the lease's fence) goes out with
+//     its COMMIT in one round trip, and holds the conversation's row lock
+//     for no round trip to Parley.
 //
 // A queued statement's error is returned by the call that sent it (and by
 // every later call of the transaction, which PostgreSQL has aborted): the
@@ -54,6 +62,7 @@ type queued struct {
 	args     []any
 	res      *pipeResult
 	required error // store.RequiredRow: the transaction's error if no row changed
+	dest     []any // store.ReturnedRow: where the statement's row is scanned
 }
 
 // pipeResult is a queued statement's result, known once it was sent.
@@ -107,7 +116,8 @@ func (c *pipeConn) ExecContext(ctx context.Context, query string, args []driver.
 		return c.Conn.ExecContext(ctx, query, args)
 	}
 	r := &pipeResult{c: c, ctx: ctx}
-	c.queue = append(c.queue, queued{sql: query, args: values(args), res: r, required: store.RequiredRow(ctx)})
+	c.queue = append(c.queue, queued{sql: query, args: values(args), res: r,
+		required: store.RequiredRow(ctx), dest: store.ReturnedRow(ctx)})
 	if store.Pipelined(ctx) {
 		return r, nil
 	}
@@ -186,10 +196,7 @@ func (c *pipeConn) send(ctx context.Context, extra func(*pgx.Batch)) (br pgx.Bat
 		c.begun = true
 	}
 	for _, q := range queue {
-		tag, qerr := br.Exec()
-		if qerr == nil && q.required != nil && tag.RowsAffected() == 0 {
-			qerr = q.required
-		}
+		tag, qerr := result(br, q)
 		q.res.sent, q.res.n, q.res.err = true, tag.RowsAffected(), qerr
 		if err == nil {
 			err = qerr
@@ -197,6 +204,39 @@ func (c *pipeConn) send(ctx context.Context, extra func(*pgx.Batch)) (br pgx.Bat
 	}
 	c.err = err
 	return br, err
+}
+
+// divisionByZero is the SQLSTATE a statement marked store.WithRequiredRow
+// fails with when it finds no row.
+const divisionByZero = "22012"
+
+// result reads q's result from br: its command tag, and its row into
+// q.dest; a statement marked store.WithRequiredRow that found no row (and
+// so failed in the server) fails with q.required.
+func result(br pgx.BatchResults, q queued) (pgconn.CommandTag, error) {
+	var tag pgconn.CommandTag
+	var err error
+	if q.dest == nil {
+		tag, err = br.Exec()
+	} else {
+		var rows pgx.Rows
+		if rows, err = br.Query(); err == nil {
+			if rows.Next() {
+				err = rows.Scan(q.dest...)
+			} else if err = rows.Err(); err == nil {
+				err = sql.ErrNoRows
+			}
+			rows.Close()
+			if err == nil {
+				err = rows.Err()
+			}
+			tag = rows.CommandTag()
+		}
+	}
+	if pe := (*pgconn.PgError)(nil); q.required != nil && errors.As(err, &pe) && pe.Code == divisionByZero {
+		err = q.required
+	}
+	return tag, err
 }
 
 // flush sends what is queued (and BEGIN if not sent yet) and, when commit,
@@ -230,7 +270,9 @@ func (c *pipeConn) flush(ctx context.Context, commit bool) error {
 }
 
 // pipeTx ends the transaction: COMMIT goes out with the statements still
-// queued; a transaction that sent nothing ends without a round trip.
+// queued (a failed one, a required row not found included, fails the
+// COMMIT in the server); a transaction that sent nothing ends without a
+// round trip.
 type pipeTx struct{ c *pipeConn }
 
 func (t pipeTx) Commit() error {
@@ -241,14 +283,6 @@ func (t pipeTx) Commit() error {
 	}
 	if !c.begun && len(c.queue) == 0 {
 		return nil
-	}
-	for _, q := range c.queue {
-		if q.required != nil { // told only once sent: not with the COMMIT
-			if err := c.flush(c.txCtx, false); err != nil {
-				return err
-			}
-			break
-		}
 	}
 	return c.flush(c.txCtx, true)
 }

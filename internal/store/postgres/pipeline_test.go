@@ -33,12 +33,12 @@ func (c countingConn) Write(b []byte) (int, error) {
 }
 
 // TestPipelinedTransactions: the chat pipeline's writes (a turn's
-// completion: fence, reply, run record, turn deletion, reply signal) go
-// out in fewer round trips than the same statements one by one (2, the
-// fence and the query included in the first), commit all of their rows,
-// and a statement that fails while queued (a taken id, a stale fence)
-// fails the whole write, commits nothing, and leaves the connection
-// usable.
+// completion: fence, reply, run record, turn deletion, reply signal; a
+// user's message: message, signal and turn) go out with their COMMIT in
+// one round trip, commit all of their rows, and come back with their
+// signals' and turn's numbers; a statement that fails while queued (a
+// taken id, a stale fence, a conversation not found) fails the whole
+// write, commits nothing, and leaves the connection usable.
 func TestPipelinedTransactions(t *testing.T) {
 	ctx := t.Context()
 	cfg, err := pgx.ParseConfig(testdb.PostgresURL(t))
@@ -117,42 +117,91 @@ func TestPipelinedTransactions(t *testing.T) {
 	pipeTrips, err := count(committer.Commit, completion(4, "r-4"))
 	must(t, err)
 	t.Logf("round trips of a turn's completion: %d one by one, %d pipelined", plainTrips, pipeTrips)
-	if pipeTrips > 2 || pipeTrips >= plainTrips {
-		t.Fatalf("pipelined completion took %d round trips (one by one: %d), want at most 2", pipeTrips, plainTrips)
+	if pipeTrips != 1 || pipeTrips >= plainTrips {
+		t.Fatalf("pipelined completion took %d round trips (one by one: %d), want 1", pipeTrips, plainTrips)
+	}
+	w := completion(40, "r-40")
+	must(t, committer.Commit(ctx, w))
+	if got := w.More[0].Seq; got != 5 {
+		t.Fatalf("the reply's signal has number %d after the commit, want 5", got)
+	}
+
+	// A user's message: the message, its signal and its turn, one round
+	// trip, both numbers back.
+	message := func(id string) *store.Write {
+		m := &model.Message{ID: id, BotID: bot.ID, ConversationID: conv.ID, UserID: "u",
+			Payload: json.RawMessage(`{"text":"hello"}`), Direction: model.DirectionIncoming}
+		return &store.Write{
+			Apply:  func(ctx context.Context, tx store.Store) error { return tx.Chat().CreateMessage(ctx, m) },
+			Signal: &model.Signal{BotID: bot.ID, ConversationID: conv.ID, Type: model.SignalMessageCreated, Data: json.RawMessage(fmt.Sprintf(`{"id":%q}`, id))},
+			Turn:   &model.Turn{BotID: bot.ID, ConversationID: conv.ID, Kind: model.TurnMessage, RefID: id, UserID: "u"},
+		}
+	}
+	warm := message("m-0") // prepares the statement
+	must(t, committer.Commit(ctx, warm))
+	in := message("m-1")
+	trips, err := count(committer.Commit, in)
+	must(t, err)
+	if trips != 1 || in.Signal.Seq != 7 || in.Turn.Seq != warm.Turn.Seq+1 {
+		t.Fatalf("user's message: %d round trips, signal %d, turn %d; want 1, 7 and %d", trips, in.Signal.Seq, in.Turn.Seq, warm.Turn.Seq+1)
+	}
+	pending, err := db.Signals().PendingTurns(ctx, bot.ID, conv.ID, 10)
+	must(t, err)
+	if len(pending) != 2 || pending[1].Seq != in.Turn.Seq || pending[1].RefID != "m-1" {
+		t.Fatalf("pending turns %+v, want the messages' turns, the last %d", pending, in.Turn.Seq)
+	}
+	for _, p := range pending {
+		must(t, db.Signals().CompleteTurn(ctx, bot.ID, conv.ID, p.Seq))
+	}
+	// A signal of a conversation that is not there: not found, nothing of
+	// the write stored (its Apply wrote a turn run, which has no key to
+	// the conversation).
+	err = committer.Commit(ctx, &store.Write{
+		Apply: func(ctx context.Context, tx store.Store) error {
+			return tx.Activity().RecordTurn(ctx, &model.TurnRun{BotID: bot.ID, ConversationID: "gone", Seq: 1, RanAt: time.Now()})
+		},
+		Signal: &model.Signal{BotID: bot.ID, ConversationID: "gone", Type: model.SignalMessageCreated, Data: json.RawMessage(`{}`)},
+	})
+	if !model.IsNotFound(err) || !strings.Contains(err.Error(), "conversation") {
+		t.Fatalf("signal of a missing conversation: %v, want the conversation not found", err)
+	}
+	var runs int
+	must(t, db.(*sqlstore.DB).SQL().QueryRowContext(ctx, `SELECT COUNT(*) FROM turn_runs WHERE conversation_id = 'gone'`).Scan(&runs))
+	if runs != 0 {
+		t.Fatalf("the failed write's turn run was stored")
 	}
 	for _, id := range []string{"r-3", "r-4"} {
 		if _, err := db.Chat().GetMessage(ctx, bot.ID, id); err != nil {
 			t.Fatalf("reply %s: %v", id, err)
 		}
 	}
-	if n := signals(); n != 4 {
-		t.Fatalf("%d signals, want 4", n)
+	if n := signals(); n != 7 {
+		t.Fatalf("%d signals, want 7", n)
 	}
 
 	// A queued statement that fails (the reply's id is taken) fails the
 	// write: nothing of it is stored, the turn run included.
 	err = committer.Commit(ctx, completion(5, "r-4"))
 	if model.TypeOf(err) != model.ErrAlreadyExists || !strings.HasSuffix(err.Error(), ": message already exists") {
-		// The error surfaces at the UPDATE of the conversation that
-		// followed the queued INSERT: it still names the message.
+		// The error surfaces at the COMMIT the INSERT went out with: it
+		// still names the message.
 		t.Fatalf("write with a duplicate reply: %v, want the message's conflict", err)
 	}
-	if n := signals(); n != 4 {
-		t.Fatalf("%d signals after the failed write, want 4", n)
+	if n := signals(); n != 7 {
+		t.Fatalf("%d signals after the failed write, want 7", n)
 	}
-	var runs int
 	must(t, db.(*sqlstore.DB).SQL().QueryRowContext(ctx, `SELECT COUNT(*) FROM turn_runs WHERE seq = 5`).Scan(&runs))
 	if runs != 0 {
 		t.Fatalf("the failed write's turn run was stored")
 	}
-	// A stale fence, told by RowsAffected in the middle of the pipeline.
+	// A stale fence, told by the engine before the COMMIT it went out with.
 	stale := completion(6, "r-6")
 	stale.Fence = &store.Fence{Name: fence.Name, Holder: fence.Holder, Epoch: fence.Epoch + 1}
 	if err := committer.Commit(ctx, stale); !errors.Is(err, store.ErrFenced) {
 		t.Fatalf("stale fence: %v, want ErrFenced", err)
 	}
-	// A stale fence whose write has no query after it: still told before
-	// the COMMIT, and nothing of the write is stored.
+	// A stale fence whose write has no signal after it: the same, and
+	// nothing of the write is stored.
 	err = committer.Commit(ctx, &store.Write{Fence: stale.Fence, Apply: func(ctx context.Context, tx store.Store) error {
 		return tx.Activity().RecordTurn(ctx, &model.TurnRun{BotID: bot.ID, ConversationID: conv.ID, Seq: 6, RanAt: time.Now()})
 	}})
@@ -171,8 +220,8 @@ func TestPipelinedTransactions(t *testing.T) {
 	}
 	// The one connection is still in a clean state.
 	must(t, committer.Commit(ctx, completion(7, "r-7")))
-	if n := signals(); n != 5 {
-		t.Fatalf("%d signals, want 5", n)
+	if n := signals(); n != 8 {
+		t.Fatalf("%d signals, want 8", n)
 	}
 }
 

@@ -27,7 +27,7 @@ var Dialect = sqlstore.Dialect{
 	Name:          "postgres",
 	Numbered:      true,
 	CTEWrites:     true,
-	RequiredRows:  true,
+	DeferredRows:  true,
 	Classify:      classify,
 	Table:         table,
 	Transient:     transient,

@@ -84,13 +84,15 @@ func (r leases) Renew(ctx context.Context, name, holder string, epoch int64, ttl
 // holder and epoch: it takes the row lock (a concurrent Take waits for
 // this transaction, then sees its writes) and fails once the lease moved.
 //
-// In a pipelined transaction of an engine that can (Dialect.RequiredRows)
-// the check goes out with the write's next statements: the engine fails
-// the transaction with ErrFenced before it commits.
+// In a pipelined transaction of an engine that can (Dialect.DeferredRows)
+// the check goes out with the write's next statements and its COMMIT,
+// written to fail in the engine when the lease moved: the engine fails
+// the transaction with ErrFenced, and nothing of it commits.
 func (r leases) Check(ctx context.Context, f store.Fence) error {
 	const q = `UPDATE leases SET epoch = epoch WHERE name = ? AND holder = ? AND epoch = ?`
-	if r.s.e.d.RequiredRows && r.s.inTx && store.Pipelined(ctx) {
-		_, err := r.s.exec(store.WithRequiredRow(ctx, store.ErrFenced), q, f.Name, f.Holder, f.Epoch)
+	if r.s.deferRows(ctx) {
+		_, err := r.s.exec(store.WithRequiredRow(ctx, store.ErrFenced),
+			`WITH f AS (`+q+` RETURNING 1) SELECT 1 / COUNT(*) FROM f`, f.Name, f.Holder, f.Epoch)
 		return r.s.fail(err, "lease")
 	}
 	res, err := r.s.exec(ctx, q, f.Name, f.Holder, f.Epoch)

@@ -16,6 +16,13 @@ import (
 
 type signals struct{ s *Store }
 
+// deferRows tells whether the signals' numbers may be filled in once
+// their statement ran (store.WithReturnedRow), so that it goes out with
+// the write's COMMIT: in a pipelined transaction of an engine that can.
+func (s *Store) deferRows(ctx context.Context) bool {
+	return s.e.d.DeferredRows && s.inTx && store.Pipelined(ctx)
+}
+
 // ---- signals
 
 // AppendSignal bumps conversations.last_seq and inserts the signal in one
@@ -26,6 +33,16 @@ func (r signals) AppendSignal(ctx context.Context, sg *model.Signal) error {
 	stamp(&sg.CreatedAt, model.Now())
 	return r.s.tx(ctx, func(s *Store) error {
 		var seq int64
+		if s.deferRows(ctx) { // sg.Seq is filled in when the statement ran
+			_, err := s.exec(store.WithReturnedRow(store.WithRequiredRow(ctx, model.NotFound("conversation")), &sg.Seq, new(int64)),
+				`WITH c AS (
+				UPDATE conversations SET last_seq = last_seq + 1 WHERE bot_id = ? AND id = ? RETURNING bot_id, id, last_seq),
+				sg AS (INSERT INTO signals (bot_id, conversation_id, seq, type, data, created_at)
+					SELECT bot_id, id, last_seq, ?, ?, ? FROM c)
+				SELECT (SELECT last_seq FROM c), 1 / (SELECT COUNT(*) FROM c)`,
+				sg.BotID, sg.ConversationID, sg.Type, rawText(sg.Data), ms(sg.CreatedAt))
+			return s.fail(err, "conversation")
+		}
 		if s.e.d.CTEWrites { // one statement instead of two
 			err := s.queryRow(ctx, `WITH c AS (
 				UPDATE conversations SET last_seq = last_seq + 1 WHERE bot_id = ? AND id = ? RETURNING bot_id, id, last_seq)
@@ -72,6 +89,25 @@ func (r signals) AppendSignalTurn(ctx context.Context, sg *model.Signal, t *mode
 	}
 	return r.s.tx(ctx, func(s *Store) error {
 		var seq, tseq int64
+		if s.deferRows(ctx) { // the numbers are filled in when the statement ran
+			tdest := any(&t.Seq)
+			if t.Seq != 0 {
+				tdest = new(int64)
+			}
+			_, err := s.exec(store.WithReturnedRow(store.WithRequiredRow(ctx, model.NotFound("conversation")), &sg.Seq, tdest, new(int64)),
+				`WITH c AS (
+				UPDATE conversations SET last_seq = last_seq + 1, turn_seq = turn_seq + ?
+				WHERE bot_id = ? AND id = ? RETURNING bot_id, id, last_seq, turn_seq),
+			sg AS (INSERT INTO signals (bot_id, conversation_id, seq, type, data, created_at)
+				SELECT bot_id, id, last_seq, ?, ?, ? FROM c),
+			tn AS (INSERT INTO turns (bot_id, conversation_id, seq, kind, ref_id, user_id, attempts, created_at)
+				SELECT bot_id, id, CASE WHEN ? = 0 THEN turn_seq ELSE ? END, ?, ?, ?, ?, ? FROM c)
+			SELECT (SELECT last_seq FROM c), (SELECT turn_seq FROM c), 1 / (SELECT COUNT(*) FROM c)`,
+				bump, sg.BotID, sg.ConversationID,
+				sg.Type, rawText(sg.Data), ms(sg.CreatedAt),
+				t.Seq, t.Seq, t.Kind, t.RefID, t.UserID, t.Attempts, ms(t.CreatedAt))
+			return s.fail(err, "conversation")
+		}
 		if s.e.d.CTEWrites {
 			err := s.queryRow(ctx, `WITH c AS (
 				UPDATE conversations SET last_seq = last_seq + 1, turn_seq = turn_seq + ?

@@ -56,9 +56,11 @@ type Dialect struct {
 	// CTEWrites says data-modifying statements may appear in WITH (one
 	// round trip for several writes); PostgreSQL has them, SQLite not.
 	CTEWrites bool
-	// RequiredRows says the driver honours store.WithRequiredRow in
-	// pipelined transactions (PostgreSQL's).
-	RequiredRows bool
+	// DeferredRows says the driver honours store.WithRequiredRow and
+	// store.WithReturnedRow in pipelined transactions (PostgreSQL's), and
+	// that a required row's statement fails with a division by zero when
+	// it finds none.
+	DeferredRows bool
 }
 
 // querier is what *sql.DB and *sql.Tx share.
@@ -187,7 +189,7 @@ func (s *Store) InTx(ctx context.Context, fn func(tx store.Store) error) (err er
 		return err
 	}
 	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("commit: %w", err)
+		return s.commitFailed(err)
 	}
 	return nil
 }
@@ -232,7 +234,7 @@ func (db *DB) InPinnedTx(ctx context.Context, fn func(tx store.Store) error) (er
 		return err
 	}
 	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("commit: %w", err)
+		return (&Store{e: e}).commitFailed(err)
 	}
 	return nil
 }
@@ -384,6 +386,27 @@ func (s *Store) fail(err error, what string) error {
 		return model.Errorf(model.ErrNotFound, "%s refers to a resource that was not found", what)
 	}
 	return fmt.Errorf("%s: %w", what, err)
+}
+
+// commitFailed is the error of a failed COMMIT. A pipelined transaction's
+// queued statements go out with its COMMIT, so their errors come back
+// here: the driver's own (a fenced write, a conversation not found) as
+// they are, a taken id or a missing row a key refers to as at the
+// statement.
+func (s *Store) commitFailed(err error) error {
+	var known *model.Error
+	if errors.Is(err, store.ErrFenced) || errors.As(err, &known) {
+		return err
+	}
+	switch s.e.d.Classify(err) {
+	case UniqueViolation, ForeignKeyViolation:
+		what := "record"
+		if s.e.d.Table != nil && tableNouns[s.e.d.Table(err)] != "" {
+			what = tableNouns[s.e.d.Table(err)]
+		}
+		return s.fail(err, what)
+	}
+	return fmt.Errorf("commit: %w", err)
 }
 
 // tableNouns names, in errors, the resource of the tables whose unique
