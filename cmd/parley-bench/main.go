@@ -108,7 +108,7 @@ func parse(args []string) (options, error) {
 	fs.DurationVar(&o.rateDuration, "rate-duration", 5*time.Second, "open-loop run time per rate")
 	fs.IntVar(&o.convs, "convs", 100, "conversations of the open-loop runs")
 	fs.IntVar(&o.listeners, "listeners", 1000, "idle SSE listeners (0 skips)")
-	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of this build's Parley server to FILE.ENGINE")
+	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of this build's Parley server to FILE.ENGINE, and its allocations to FILE.ENGINE.allocs")
 	botkit := fs.String("botkit", defaultBotkit, "Botkit's echo bot in `DIR` (bench/botkit once npm ci ran there), run side by side in the closed loop; empty leaves it out (the default is left out when it has no node_modules)")
 	if _, err := parseFlags(fs, args); err != nil {
 		return o, err

@@ -267,6 +267,7 @@ func serveParley(ctx context.Context, cpuprofile string, args []string) error {
 			return err
 		}
 		defer func() { pprof.StopCPUProfile(); f.Close() }()
+		defer writeAllocs(cpuprofile + ".allocs")
 	}
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return err
@@ -280,6 +281,17 @@ func serveParley(ctx context.Context, cpuprofile string, args []string) error {
 	sctx, cancel := context.WithTimeout(context.Background(), app.ShutdownTimeout)
 	defer cancel()
 	return a.Shutdown(sctx)
+}
+
+// writeAllocs writes the server's allocation profile (what it allocated
+// since it started) beside its CPU profile.
+func writeAllocs(path string) {
+	f, err := os.Create(path)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	_ = pprof.Lookup("allocs").WriteTo(f, 0)
 }
 
 // rssKB reads a process's resident set size from /proc (Linux).
