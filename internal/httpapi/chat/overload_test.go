@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/parley-bots/parley/internal/store"
+	"github.com/parley-bots/parley/internal/testutil/testapp"
 	"github.com/parley-bots/parley/internal/testutil/testbots"
 )
 
@@ -16,7 +17,8 @@ import (
 // bound) and checks that createMessage waits the bound, then answers 429
 // with Retry-After and the standard error body and stores nothing; that a
 // message waiting when the worker is freed is accepted; and that
-// messages are accepted again at once after.
+// messages are accepted again at once after. The official @botpress/chat
+// client is refused with its RateLimitedError (tests/compat/ratelimited.mjs).
 func TestOverloadShedAtTheDoor(t *testing.T) {
 	engines(t, func(t *testing.T, db store.DB) {
 		bot := testbots.NewGate(testbots.Echo{})
@@ -72,6 +74,12 @@ func TestOverloadShedAtTheDoor(t *testing.T) {
 			if body["type"] != "RateLimited" || body["code"] != float64(429) || body["id"] == "" || body["message"] == "" {
 				t.Fatalf("error body = %v", body)
 			}
+		}
+		// The official client sees the refusal as its own RateLimitedError.
+		if !testing.Short() {
+			out := testapp.RunNode(t, "ratelimited.mjs", map[string]string{
+				"API_URL": e.base, "USER_KEY": k1, "CONVERSATION_ID": c1})
+			t.Log("@botpress/chat: " + lastLine(out))
 		}
 		// Shed before the body is read: a body that would be a 400 is a
 		// 429 while overloaded (the handler never decoded it).
