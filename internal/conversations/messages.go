@@ -104,7 +104,9 @@ func (s *Chat) createIncomingMessage(ctx context.Context, c *Caller, in Incoming
 		UserID: c.UserID, CreatedAt: m.CreatedAt}
 	sig := &model.Signal{BotID: c.BotID, ConversationID: convID, Type: model.SignalMessageCreated,
 		Data: wire.MessageCreatedData(m, false), CreatedAt: m.CreatedAt}
-	if err := s.commitSignal(ctx, sig, turn, func(ctx context.Context, tx store.Store) error { return tx.Chat().CreateMessage(ctx, m) }); err != nil {
+	err := s.commit.Commit(ctx, &store.Write{Signal: sig, Turn: turn, Local: true,
+		Apply: func(ctx context.Context, tx store.Store) error { return tx.Chat().CreateMessage(ctx, m) }})
+	if err != nil {
 		return nil, err
 	}
 	return m, nil

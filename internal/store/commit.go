@@ -19,6 +19,17 @@ type Write struct {
 	// same transaction (a bot turn's held replies, committed with the
 	// turn's completion).
 	More []*model.Signal
+	// Local says the write changes only its own conversation's rows (its
+	// messages, events, signals, turns, handoff and states, the
+	// conversation, its lease), besides inserting rows no other write
+	// changes (logs, turn runs): an engine may commit it in one
+	// transaction with other conversations' writes, side by side with
+	// other such transactions (PostgreSQL's group commit). A write that
+	// is not local (one changing a user's or the bot's state, another
+	// conversation, an issue) commits in a transaction of its own there,
+	// so that two transactions never take such shared rows in different
+	// orders.
+	Local bool
 	// Fence, when set, is checked first in the transaction (Leases.Check):
 	// the write commits nothing, failing with ErrFenced, once another node
 	// took over the lease it was done under.
@@ -145,9 +156,8 @@ func ReturnedRow(ctx context.Context) []any {
 }
 
 // DirectCommitter commits each write in a transaction of its own, then
-// runs after. It is PostgreSQL's: concurrent transactions overlap their
-// round trips and PostgreSQL already groups their WAL flushes, so batching
-// measured slower there.
+// runs after: sqlstore's default, for an engine without a Committer of its
+// own (SQLite and PostgreSQL group their commits, GroupCommitter).
 type DirectCommitter struct {
 	DB    Store
 	After AfterCommit

@@ -90,6 +90,11 @@ type BotOutput interface {
 	// stored with its completion (and, for an EffectHolder, its held
 	// replies). apply must be re-runnable (store.Write).
 	WithCompletion(apply func(ctx context.Context, tx store.Store) error)
+	// WithLocalCompletion is WithCompletion for an apply that changes only
+	// the turn's conversation's rows, besides inserting rows (logs): the
+	// completion may then commit with other conversations' writes
+	// (store.Write.Local).
+	WithLocalCompletion(apply func(ctx context.Context, tx store.Store) error)
 	// RequestHandoff asks for a human to take the conversation over
 	// ("" for the turn's), stored with the turn's completion: the bot's
 	// turns in it are skipped until an operator hands it back.

@@ -180,12 +180,17 @@ func (cb *codeBot) HandleTurn(ctx context.Context, in *TurnInput, out BotOutput)
 	}
 	// Stored with the turn's held replies and its completion, in one
 	// transaction (EffectHolder).
-	out.WithCompletion(func(ctx context.Context, tx store.Store) error {
+	complete := func(ctx context.Context, tx store.Store) error {
 		if err := rt.saveStates(ctx, tx, b.ID, in, res.States); err != nil {
 			return err
 		}
 		return recordTurn(ctx, tx, b.ID, v.ID, rin.Event, res.Logs, "", problems)
-	})
+	}
+	if res.States.User == nil && res.States.Bot == nil && len(problems) == 0 {
+		out.WithLocalCompletion(complete) // the conversation's state and logs only
+	} else {
+		out.WithCompletion(complete) // a user's or the bot's state, an issue
+	}
 	return problemFailure(res.Problem) // recorded with the completion; the dispatcher sends the fallback
 }
 

@@ -55,7 +55,7 @@ func (o outbox) messageWrite(ctx context.Context, botID, convID string, payload,
 		Payload: p, Metadata: meta, Direction: model.DirectionOutgoing, CreatedAt: laterThan(after)}
 	sig := &model.Signal{BotID: botID, ConversationID: convID, Type: model.SignalMessageCreated,
 		Data: wire.MessageCreatedData(m, true), CreatedAt: m.CreatedAt}
-	return &store.Write{Signal: sig,
+	return &store.Write{Signal: sig, Local: true,
 		Apply: func(ctx context.Context, tx store.Store) error { return tx.Chat().CreateMessage(ctx, m) }}, m, nil
 }
 
@@ -85,7 +85,7 @@ func (o outbox) eventWrite(ctx context.Context, botID, convID string, payload js
 		Payload: p, CreatedAt: model.Now()}
 	sig := &model.Signal{BotID: botID, ConversationID: convID, Type: model.SignalEventCreated,
 		Data: wire.EventCreatedData(e, true), CreatedAt: e.CreatedAt}
-	return &store.Write{Signal: sig}, nil
+	return &store.Write{Signal: sig, Local: true}, nil
 }
 
 func (o outbox) requireConversation(ctx context.Context, botID, convID string) error {
@@ -120,6 +120,7 @@ type turnOutput struct {
 
 	held   []*store.Write                                    // the bot's messages and events, in order
 	finish []func(ctx context.Context, tx store.Store) error // WithCompletion
+	shared bool                                              // a WithCompletion that is not local
 	// sent and refused count the turn's messages stored (or held) and
 	// refused (a turn whose every reply was refused gets the fallback
 	// message).
@@ -155,10 +156,15 @@ func (o *turnOutput) RequestHandoff(ctx context.Context, conversationID, reason 
 	}
 	h := &model.Handoff{BotID: o.botID, ConversationID: conv, Status: model.HandoffWaiting, Reason: reason,
 		RequestedBy: "bot", RequestedAt: model.Now()}
-	o.WithCompletion(func(ctx context.Context, tx store.Store) error {
+	request := func(ctx context.Context, tx store.Store) error {
 		_, err := tx.Handoffs().Request(ctx, h)
 		return err
-	})
+	}
+	if conv == o.conv {
+		o.WithLocalCompletion(request)
+	} else {
+		o.WithCompletion(request)
+	}
 	if conv == o.conv {
 		o.handoff = true
 	}
@@ -206,6 +212,11 @@ func (o *turnOutput) CreateEvent(ctx context.Context, in OutgoingEvent) error {
 
 func (o *turnOutput) WithCompletion(apply func(ctx context.Context, tx store.Store) error) {
 	o.finish = append(o.finish, apply)
+	o.shared = true
+}
+
+func (o *turnOutput) WithLocalCompletion(apply func(ctx context.Context, tx store.Store) error) {
+	o.finish = append(o.finish, apply)
 }
 
 // completion is the one write that ends a turn: the held messages and
@@ -215,10 +226,15 @@ func (o *turnOutput) WithCompletion(apply func(ctx context.Context, tx store.Sto
 func (o *turnOutput) completion(t *model.Turn, dropEffects bool) *store.Write {
 	var held []*store.Write
 	var finish []func(ctx context.Context, tx store.Store) error
+	local := true
 	if o != nil && !dropEffects {
-		held, finish = o.held, o.finish
+		held, finish, local = o.held, o.finish, !o.shared
 	}
-	w := &store.Write{Apply: func(ctx context.Context, tx store.Store) error {
+	for _, h := range held {
+		ref := h.Conversation()
+		local = local && h.Local && ref.BotID == t.BotID && ref.ConversationID == t.ConversationID
+	}
+	w := &store.Write{Local: local, Apply: func(ctx context.Context, tx store.Store) error {
 		for _, h := range held {
 			if h.Apply != nil {
 				if err := h.Apply(ctx, tx); err != nil {

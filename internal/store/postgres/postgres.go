@@ -28,6 +28,7 @@ var Dialect = sqlstore.Dialect{
 	Numbered:      true,
 	CTEWrites:     true,
 	DeferredRows:  true,
+	Committer:     newCommitter,
 	Classify:      classify,
 	Table:         table,
 	Transient:     transient,

@@ -102,6 +102,10 @@ func BenchmarkTurnRead(b *testing.B) { storetest.BenchTurnRead(b, testdb.Postgre
 
 func BenchmarkTurnStart(b *testing.B) { storetest.BenchTurnStart(b, testdb.Postgres(b)) }
 
+// BenchmarkCommit: a user's message and its reply through the Committer,
+// 32 writers (storetest.BenchCommit).
+func BenchmarkCommit(b *testing.B) { storetest.BenchCommit(b, testdb.Postgres(b)) }
+
 // TestTransient checks which real errors of PostgreSQL count as the
 // database being unavailable for now (store.Store.Transient): a refused
 // connection and a server out of connections do; a bad statement, a

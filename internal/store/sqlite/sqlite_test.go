@@ -97,6 +97,10 @@ func BenchmarkTurnRead(b *testing.B) { storetest.BenchTurnRead(b, testdb.SQLite(
 
 func BenchmarkTurnStart(b *testing.B) { storetest.BenchTurnStart(b, testdb.SQLite(b)) }
 
+// BenchmarkCommit: a user's message and its reply through the Committer,
+// 32 writers (storetest.BenchCommit).
+func BenchmarkCommit(b *testing.B) { storetest.BenchCommit(b, testdb.SQLite(b)) }
+
 // TestBackgroundCheckpoint checks that group-committed writes reach the
 // database file without anyone asking for a checkpoint, well below
 // SQLite's own threshold: the pages are in the WAL at commit, and the

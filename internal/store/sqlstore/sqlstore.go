@@ -61,6 +61,9 @@ type Dialect struct {
 	// that a required row's statement fails with a division by zero when
 	// it finds none.
 	DeferredRows bool
+	// Committer, when set, is the engine's store.Committer (NewCommitter);
+	// nil: each write in a transaction of its own.
+	Committer func(db *DB, after store.AfterCommit) store.Committer
 }
 
 // querier is what *sql.DB and *sql.Tx share.
@@ -636,5 +639,8 @@ func one[T any](ctx context.Context, s *Store, what string, scan func(scanner) (
 // NewCommitter implements store.DB: each write in a transaction of its
 // own (the sqlite package overrides it with group commit).
 func (db *DB) NewCommitter(after store.AfterCommit) store.Committer {
+	if db.e.d.Committer != nil {
+		return db.e.d.Committer(db, after)
+	}
 	return store.DirectCommitter{DB: db, After: after}
 }

@@ -3,6 +3,8 @@ package storetest
 import (
 	"context"
 	"encoding/json"
+	"runtime"
+	"sync/atomic"
 	"testing"
 
 	"github.com/parley-bots/parley/internal/model"
@@ -72,4 +74,64 @@ func benchBot(b *testing.B, db store.DB) (context.Context, *model.Bot, func(erro
 	bot := &model.Bot{WorkspaceID: w.ID, Name: "bench", Type: model.DefaultBotType, CreatedAt: at(0), UpdatedAt: at(0)}
 	must(db.Bots().Create(ctx, bot))
 	return ctx, bot, must
+}
+
+// BenchCommit measures the chat pipeline's writes through the engine's
+// Committer: 32 writers, each a user's message (the message, its signal
+// and its turn) then the turn's completion (the bot's reply, its signal,
+// the run's record, the turn's deletion), in 32 conversations, with a
+// request's context (one that can be cancelled). One op is one message
+// and its reply.
+func BenchCommit(b *testing.B, db store.DB) {
+	ctx, bot, must := benchBot(b, db)
+	chat := db.Chat()
+	const writers = 32
+	for i := range writers {
+		id := "c" + string(rune('A'+i))
+		must(chat.CreateUser(ctx, &model.ChatUser{BotID: bot.ID, ID: id, Name: "user"}))
+		must(chat.CreateConversation(ctx, &model.Conversation{BotID: bot.ID, ID: id, OwnerID: id, CreatedAt: at(0)}))
+	}
+	committer := db.NewCommitter(nil)
+	var next atomic.Int64
+	b.SetParallelism((writers + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0))
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		conv := "c" + string(rune('A'+next.Add(1)-1))
+		rctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		for pb.Next() {
+			m := &model.Message{BotID: bot.ID, ConversationID: conv, UserID: conv, Direction: model.DirectionIncoming,
+				Payload: json.RawMessage(`{"type":"text","text":"hi"}`)}
+			turn := &model.Turn{BotID: bot.ID, ConversationID: conv, Kind: model.TurnMessage, UserID: conv}
+			in := &store.Write{
+				Apply: func(ctx context.Context, tx store.Store) error {
+					turn.RefID = m.ID
+					return tx.Chat().CreateMessage(ctx, m)
+				},
+				Signal: &model.Signal{BotID: bot.ID, ConversationID: conv, Type: model.SignalMessageCreated, Data: json.RawMessage(`{}`)},
+				Turn:   turn,
+			}
+			if err := committer.Commit(rctx, in); err != nil {
+				b.Fatal(err)
+			}
+			reply := &model.Message{BotID: bot.ID, ConversationID: conv, UserID: bot.ID, Direction: model.DirectionOutgoing,
+				Payload: json.RawMessage(`{"type":"text","text":"echo hi"}`)}
+			seq := turn.Seq
+			out := &store.Write{
+				Apply: func(ctx context.Context, tx store.Store) error {
+					if err := tx.Chat().CreateMessage(ctx, reply); err != nil {
+						return err
+					}
+					if err := tx.Activity().RecordTurn(ctx, &model.TurnRun{BotID: bot.ID, ConversationID: conv, Seq: seq, RanAt: at(3)}); err != nil {
+						return err
+					}
+					return tx.Signals().CompleteTurn(ctx, bot.ID, conv, seq)
+				},
+				More: []*model.Signal{{BotID: bot.ID, ConversationID: conv, Type: model.SignalMessageCreated, Data: json.RawMessage(`{}`)}},
+			}
+			if err := committer.Commit(rctx, out); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }

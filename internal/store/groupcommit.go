@@ -1,0 +1,197 @@
+package store
+
+import (
+	"cmp"
+	"context"
+	"hash/maphash"
+	"slices"
+	"sync"
+	"time"
+)
+
+// Group commit: the chat pipeline's writes (createMessage, createEvent, bot
+// replies, turn completions) are queued and committed together, many per
+// transaction, so that a transaction's fixed costs (SQLite's commit and its
+// single writer's queue; PostgreSQL's round trip, its commit and the WAL
+// flush it waits for) are paid once per batch instead of once per write.
+//
+// The semantics of one write are unchanged: its caller returns only after
+// the transaction holding it committed, and gets its own result. If a batch
+// fails, it is rolled back and its writes are retried one transaction each,
+// so one bad write never fails the others (writes are re-runnable, see
+// Write). Committed writes are handed to the after-commit hook in commit
+// order.
+//
+// Writes are spread over shards by conversation: a shard commits one batch
+// at a time, so a conversation's writes keep their order and two batches
+// never hold the same conversation's rows. With more than one shard, a
+// batch holds only Local writes: a write that is not commits alone, in its
+// place in its shard's order, so that batches committing side by side
+// never take rows they share in different orders (a deadlock). There is no timer: a write that
+// finds its shard idle starts a batch, which takes everything queued (at
+// most maxBatch) and loops until the queue is empty. An idle system commits
+// each write at once; under load the batches grow by themselves while the
+// previous one commits.
+
+const (
+	maxBatch = 256
+	// batchTimeout bounds one batch transaction.
+	batchTimeout = 30 * time.Second
+)
+
+// RunTx runs fn in one transaction, with the context fn's statements must
+// use (the engine's marks, as WithPipeline).
+type RunTx func(ctx context.Context, fn func(ctx context.Context, tx Store) error) error
+
+// GroupCommitter implements Committer with group commit.
+type GroupCommitter struct {
+	run    RunTx
+	after  AfterCommit
+	seed   maphash.Seed
+	shards []*shard
+}
+
+type shard struct {
+	mu      sync.Mutex
+	queue   []*queued
+	running bool
+}
+
+// queued is one submitted write and its outcome.
+type queued struct {
+	ctx  context.Context
+	w    *Write
+	err  error
+	done chan struct{}
+}
+
+// NewGroupCommitter commits with run, over shards shards (at least one),
+// telling after of every committed write.
+func NewGroupCommitter(shards int, run RunTx, after AfterCommit) *GroupCommitter {
+	g := &GroupCommitter{run: run, after: after, seed: maphash.MakeSeed(), shards: make([]*shard, max(shards, 1))}
+	for i := range g.shards {
+		g.shards[i] = &shard{}
+	}
+	return g
+}
+
+// Commit implements Committer.
+func (g *GroupCommitter) Commit(ctx context.Context, w *Write) error { return g.Submit(ctx, w)() }
+
+// Submit implements Committer. A write whose ctx ended before its batch
+// started is dropped with ctx's error.
+func (g *GroupCommitter) Submit(ctx context.Context, w *Write) (wait func() error) {
+	sh := g.shards[0]
+	if len(g.shards) > 1 {
+		ref := w.Conversation()
+		sh = g.shards[maphash.String(g.seed, ref.BotID+"\x00"+ref.ConversationID)%uint64(len(g.shards))]
+	}
+	q := &queued{ctx: ctx, w: w, done: make(chan struct{})}
+	sh.mu.Lock()
+	sh.queue = append(sh.queue, q)
+	start := !sh.running
+	sh.running = true
+	sh.mu.Unlock()
+	if start {
+		go g.loop(sh)
+	}
+	return func() error {
+		<-q.done
+		return q.err
+	}
+}
+
+func (g *GroupCommitter) loop(sh *shard) {
+	for {
+		sh.mu.Lock()
+		n := min(len(sh.queue), maxBatch)
+		if len(g.shards) > 1 {
+			for i, q := range sh.queue[:n] {
+				if !q.w.Local {
+					n = max(i, 1) // the local writes before it, or it alone
+					break
+				}
+			}
+		}
+		if n == 0 {
+			sh.running = false
+			sh.mu.Unlock()
+			return
+		}
+		batch := slices.Clone(sh.queue[:n])
+		clear(sh.queue[:n])
+		sh.queue = sh.queue[n:]
+		if len(sh.queue) == 0 {
+			sh.queue = nil // let the backing array go
+		}
+		sh.mu.Unlock()
+		g.commit(batch)
+	}
+}
+
+func (g *GroupCommitter) commit(batch []*queued) {
+	live := batch[:0:0]
+	for _, q := range batch {
+		if err := q.ctx.Err(); err != nil {
+			q.err = err
+			close(q.done)
+			continue
+		}
+		live = append(live, q)
+	}
+	if len(live) == 0 {
+		return
+	}
+	// Conversation order (stable: a conversation's writes keep their
+	// order), so that rows are touched in the same order batch to batch.
+	slices.SortStableFunc(live, func(a, b *queued) int {
+		ar, br := a.w.Conversation(), b.w.Conversation()
+		return cmp.Or(cmp.Compare(ar.BotID, br.BotID), cmp.Compare(ar.ConversationID, br.ConversationID))
+	})
+	// A rolled-back attempt's numbers are forgotten before a retry.
+	seqs := make([]int64, len(live))
+	for i, q := range live {
+		if q.w.Turn != nil {
+			seqs[i] = q.w.Turn.Seq
+		}
+	}
+	reset := func(i int) {
+		if s := live[i].w.Signal; s != nil {
+			s.Seq = 0
+		}
+		if t := live[i].w.Turn; t != nil {
+			t.Seq = seqs[i]
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), batchTimeout)
+	defer cancel()
+	err := g.run(ctx, func(ctx context.Context, tx Store) error {
+		for _, q := range live {
+			if err := q.w.Run(ctx, tx); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil && len(live) > 1 {
+		// Find the culprit(s): each write alone.
+		for i, q := range live {
+			reset(i)
+			q.err = g.run(ctx, func(ctx context.Context, tx Store) error { return q.w.Run(ctx, tx) })
+		}
+	} else {
+		for _, q := range live {
+			q.err = err
+		}
+	}
+	if g.after != nil {
+		for _, q := range live {
+			if q.err == nil {
+				g.after(q.w)
+			}
+		}
+	}
+	for _, q := range live {
+		close(q.done)
+	}
+}
