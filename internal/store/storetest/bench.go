@@ -79,7 +79,7 @@ func benchBot(b *testing.B, db store.DB) (context.Context, *model.Bot, func(erro
 // BenchCommit measures the chat pipeline's writes through the engine's
 // Committer: 32 writers, each a user's message (the message, its signal
 // and its turn) then the turn's completion (the bot's reply, its signal,
-// the run's record, the turn's deletion), in 32 conversations, with a
+// the run's record, the turn's deletion), all Local, in 32 conversations, with a
 // request's context (one that can be cancelled). One op is one message
 // and its reply.
 func BenchCommit(b *testing.B, db store.DB) {
@@ -103,7 +103,7 @@ func BenchCommit(b *testing.B, db store.DB) {
 			m := &model.Message{BotID: bot.ID, ConversationID: conv, UserID: conv, Direction: model.DirectionIncoming,
 				Payload: json.RawMessage(`{"type":"text","text":"hi"}`)}
 			turn := &model.Turn{BotID: bot.ID, ConversationID: conv, Kind: model.TurnMessage, UserID: conv}
-			in := &store.Write{
+			in := &store.Write{Local: true,
 				Apply: func(ctx context.Context, tx store.Store) error {
 					turn.RefID = m.ID
 					return tx.Chat().CreateMessage(ctx, m)
@@ -117,7 +117,7 @@ func BenchCommit(b *testing.B, db store.DB) {
 			reply := &model.Message{BotID: bot.ID, ConversationID: conv, UserID: bot.ID, Direction: model.DirectionOutgoing,
 				Payload: json.RawMessage(`{"type":"text","text":"echo hi"}`)}
 			seq := turn.Seq
-			out := &store.Write{
+			out := &store.Write{Local: true,
 				Apply: func(ctx context.Context, tx store.Store) error {
 					if err := tx.Chat().CreateMessage(ctx, reply); err != nil {
 						return err
