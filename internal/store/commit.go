@@ -15,6 +15,10 @@ type Write struct {
 	Apply  func(ctx context.Context, tx Store) error // may be nil
 	Signal *model.Signal                             // may be nil
 	Turn   *model.Turn                               // may be nil; same conversation as Signal
+	// Ref, when set, is the write's conversation whatever its signals'
+	// (a turn's completion: its turn's, with or without replies): where
+	// group commit orders it.
+	Ref model.ConversationRef
 	// More are further signals appended after Signal, in order, in the
 	// same transaction (a bot turn's held replies, committed with the
 	// turn's completion).
@@ -44,9 +48,12 @@ func (w *Write) Signals() []*model.Signal {
 	return append([]*model.Signal{w.Signal}, w.More...)
 }
 
-// Conversation is the conversation the write's signal or turn belongs to.
+// Conversation is the conversation the write belongs to: Ref, or its
+// signal's or turn's.
 func (w *Write) Conversation() model.ConversationRef {
 	switch {
+	case w.Ref != model.ConversationRef{}:
+		return w.Ref
 	case w.Signal != nil:
 		return model.ConversationRef{BotID: w.Signal.BotID, ConversationID: w.Signal.ConversationID}
 	case w.Turn != nil:

@@ -234,21 +234,22 @@ func (o *turnOutput) completion(t *model.Turn, dropEffects bool) *store.Write {
 		ref := h.Conversation()
 		local = local && h.Local && ref.BotID == t.BotID && ref.ConversationID == t.ConversationID
 	}
-	w := &store.Write{Local: local, Apply: func(ctx context.Context, tx store.Store) error {
-		for _, h := range held {
-			if h.Apply != nil {
-				if err := h.Apply(ctx, tx); err != nil {
+	w := &store.Write{Local: local, Ref: model.ConversationRef{BotID: t.BotID, ConversationID: t.ConversationID},
+		Apply: func(ctx context.Context, tx store.Store) error {
+			for _, h := range held {
+				if h.Apply != nil {
+					if err := h.Apply(ctx, tx); err != nil {
+						return err
+					}
+				}
+			}
+			for _, f := range finish {
+				if err := f(ctx, tx); err != nil {
 					return err
 				}
 			}
-		}
-		for _, f := range finish {
-			if err := f(ctx, tx); err != nil {
-				return err
-			}
-		}
-		return tx.Signals().CompleteTurn(ctx, t.BotID, t.ConversationID, t.Seq)
-	}}
+			return tx.Signals().CompleteTurn(ctx, t.BotID, t.ConversationID, t.Seq)
+		}}
 	for _, h := range held {
 		w.More = append(w.More, h.Signal)
 	}
