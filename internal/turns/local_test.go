@@ -12,7 +12,8 @@ import (
 // PostgreSQL's group commit may batch with other conversations') only
 // when everything it holds changes the turn's own conversation: not with a
 // WithCompletion (a user's or the bot's state, an issue), nor with a held
-// reply to another conversation; a completion without effects is.
+// reply to another conversation; a completion without effects is. Group
+// commit orders it with its turn's conversation in every case.
 func TestCompletionLocal(t *testing.T) {
 	turn := &model.Turn{BotID: "b", ConversationID: "c", Seq: 1}
 	reply := func(conv string) *store.Write {
@@ -35,8 +36,13 @@ func TestCompletionLocal(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			o := &turnOutput{botID: "b", conv: "c"}
 			tc.fill(o)
-			if got := o.completion(turn, tc.drop).Local; got != tc.want {
-				t.Fatalf("completion Local = %v, want %v", got, tc.want)
+			w := o.completion(turn, tc.drop)
+			if w.Local != tc.want {
+				t.Fatalf("completion Local = %v, want %v", w.Local, tc.want)
+			}
+			// Ordered with its turn's conversation, whatever it replies to.
+			if ref := w.Conversation(); ref != (model.ConversationRef{BotID: "b", ConversationID: "c"}) {
+				t.Fatalf("completion's conversation %+v, want the turn's", ref)
 			}
 		})
 	}
