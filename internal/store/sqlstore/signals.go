@@ -33,23 +33,18 @@ func (r signals) AppendSignal(ctx context.Context, sg *model.Signal) error {
 	stamp(&sg.CreatedAt, model.Now())
 	return r.s.tx(ctx, func(s *Store) error {
 		var seq int64
+		const bump = `WITH c AS (
+			UPDATE conversations SET last_seq = last_seq + 1 WHERE bot_id = ? AND id = ? RETURNING bot_id, id, last_seq),
+			sg AS (INSERT INTO signals (bot_id, conversation_id, seq, type, data, created_at)
+				SELECT bot_id, id, last_seq, ?, ?, ? FROM c)`
+		args := []any{sg.BotID, sg.ConversationID, sg.Type, rawText(sg.Data), ms(sg.CreatedAt)}
 		if s.deferRows(ctx) { // sg.Seq is filled in when the statement ran
 			_, err := s.exec(store.WithReturnedRow(store.WithRequiredRow(ctx, model.NotFound("conversation")), &sg.Seq, new(int64)),
-				`WITH c AS (
-				UPDATE conversations SET last_seq = last_seq + 1 WHERE bot_id = ? AND id = ? RETURNING bot_id, id, last_seq),
-				sg AS (INSERT INTO signals (bot_id, conversation_id, seq, type, data, created_at)
-					SELECT bot_id, id, last_seq, ?, ?, ? FROM c)
-				SELECT (SELECT last_seq FROM c), 1 / (SELECT COUNT(*) FROM c)`,
-				sg.BotID, sg.ConversationID, sg.Type, rawText(sg.Data), ms(sg.CreatedAt))
+				bump+` SELECT (SELECT last_seq FROM c), 1 / (SELECT COUNT(*) FROM c)`, args...)
 			return s.fail(err, "conversation")
 		}
 		if s.e.d.CTEWrites { // one statement instead of two
-			err := s.queryRow(ctx, `WITH c AS (
-				UPDATE conversations SET last_seq = last_seq + 1 WHERE bot_id = ? AND id = ? RETURNING bot_id, id, last_seq)
-				INSERT INTO signals (bot_id, conversation_id, seq, type, data, created_at)
-				SELECT bot_id, id, last_seq, ?, ?, ? FROM c RETURNING seq`,
-				sg.BotID, sg.ConversationID, sg.Type, rawText(sg.Data), ms(sg.CreatedAt)).Scan(&seq)
-			if err != nil {
+			if err := s.queryRow(ctx, bump+` SELECT last_seq FROM c`, args...).Scan(&seq); err != nil {
 				return s.fail(err, "conversation")
 			}
 			sg.Seq = seq
@@ -89,38 +84,27 @@ func (r signals) AppendSignalTurn(ctx context.Context, sg *model.Signal, t *mode
 	}
 	return r.s.tx(ctx, func(s *Store) error {
 		var seq, tseq int64
+		const bumpBoth = `WITH c AS (
+			UPDATE conversations SET last_seq = last_seq + 1, turn_seq = turn_seq + ?
+			WHERE bot_id = ? AND id = ? RETURNING bot_id, id, last_seq, turn_seq),
+		sg AS (INSERT INTO signals (bot_id, conversation_id, seq, type, data, created_at)
+			SELECT bot_id, id, last_seq, ?, ?, ? FROM c),
+		tn AS (INSERT INTO turns (bot_id, conversation_id, seq, kind, ref_id, user_id, attempts, created_at)
+			SELECT bot_id, id, CASE WHEN ? = 0 THEN turn_seq ELSE ? END, ?, ?, ?, ?, ? FROM c)`
+		args := []any{bump, sg.BotID, sg.ConversationID,
+			sg.Type, rawText(sg.Data), ms(sg.CreatedAt),
+			t.Seq, t.Seq, t.Kind, t.RefID, t.UserID, t.Attempts, ms(t.CreatedAt)}
 		if s.deferRows(ctx) { // the numbers are filled in when the statement ran
 			tdest := any(&t.Seq)
 			if t.Seq != 0 {
 				tdest = new(int64)
 			}
 			_, err := s.exec(store.WithReturnedRow(store.WithRequiredRow(ctx, model.NotFound("conversation")), &sg.Seq, tdest, new(int64)),
-				`WITH c AS (
-				UPDATE conversations SET last_seq = last_seq + 1, turn_seq = turn_seq + ?
-				WHERE bot_id = ? AND id = ? RETURNING bot_id, id, last_seq, turn_seq),
-			sg AS (INSERT INTO signals (bot_id, conversation_id, seq, type, data, created_at)
-				SELECT bot_id, id, last_seq, ?, ?, ? FROM c),
-			tn AS (INSERT INTO turns (bot_id, conversation_id, seq, kind, ref_id, user_id, attempts, created_at)
-				SELECT bot_id, id, CASE WHEN ? = 0 THEN turn_seq ELSE ? END, ?, ?, ?, ?, ? FROM c)
-			SELECT (SELECT last_seq FROM c), (SELECT turn_seq FROM c), 1 / (SELECT COUNT(*) FROM c)`,
-				bump, sg.BotID, sg.ConversationID,
-				sg.Type, rawText(sg.Data), ms(sg.CreatedAt),
-				t.Seq, t.Seq, t.Kind, t.RefID, t.UserID, t.Attempts, ms(t.CreatedAt))
+				bumpBoth+` SELECT (SELECT last_seq FROM c), (SELECT turn_seq FROM c), 1 / (SELECT COUNT(*) FROM c)`, args...)
 			return s.fail(err, "conversation")
 		}
 		if s.e.d.CTEWrites {
-			err := s.queryRow(ctx, `WITH c AS (
-				UPDATE conversations SET last_seq = last_seq + 1, turn_seq = turn_seq + ?
-				WHERE bot_id = ? AND id = ? RETURNING bot_id, id, last_seq, turn_seq),
-			sg AS (INSERT INTO signals (bot_id, conversation_id, seq, type, data, created_at)
-				SELECT bot_id, id, last_seq, ?, ?, ? FROM c),
-			tn AS (INSERT INTO turns (bot_id, conversation_id, seq, kind, ref_id, user_id, attempts, created_at)
-				SELECT bot_id, id, CASE WHEN ? = 0 THEN turn_seq ELSE ? END, ?, ?, ?, ?, ? FROM c)
-			SELECT last_seq, turn_seq FROM c`,
-				bump, sg.BotID, sg.ConversationID,
-				sg.Type, rawText(sg.Data), ms(sg.CreatedAt),
-				t.Seq, t.Seq, t.Kind, t.RefID, t.UserID, t.Attempts, ms(t.CreatedAt)).Scan(&seq, &tseq)
-			if err != nil {
+			if err := s.queryRow(ctx, bumpBoth+` SELECT last_seq, turn_seq FROM c`, args...).Scan(&seq, &tseq); err != nil {
 				return s.fail(err, "conversation")
 			}
 		} else {
