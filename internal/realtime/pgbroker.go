@@ -256,7 +256,10 @@ func (b *PGBroker) sendLoop(ctx context.Context, conn *pgx.Conn) error {
 	for {
 		select {
 		case <-ctx.Done():
-			return nil
+			// Stopping (the node shuts down): what was committed and
+			// announced but not sent yet still goes out, or the other
+			// nodes would learn of it only at their next sweep.
+			return b.send(context.WithoutCancel(ctx), conn)
 		case <-poll.C:
 			if err := look(); err != nil {
 				return err
@@ -264,37 +267,48 @@ func (b *PGBroker) sendLoop(ctx context.Context, conn *pgx.Conn) error {
 			continue
 		case <-b.kick:
 		}
-		b.mu.Lock()
-		batch, greet := b.pending, b.greet
-		b.pending, b.greet = map[topicKey]int64{}, 0
-		b.mu.Unlock()
-		if len(batch) == 0 && greet == 0 {
-			continue
-		}
-		var pb pgx.Batch
-		if greet != 0 {
-			b.queue(&pb, wakeMsg{Hello: greet})
-		}
-		for k, seq := range batch {
-			b.queue(&pb, wakeMsg{Bot: k.bot, Conv: k.conv, Seq: seq})
-		}
-		sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		err := conn.SendBatch(sctx, &pb).Close()
-		cancel()
-		if err != nil {
-			// Put the batch back so the next connection sends it.
-			b.mu.Lock()
-			for k, seq := range batch {
-				if seq > b.pending[k] {
-					b.pending[k] = seq
-				}
-			}
-			if greet != 0 {
-				b.greetWith(greet)
-			}
-			b.mu.Unlock()
+		// Not cut short by a stop: a send interrupted by its context
+		// would break the connection the last send needs.
+		if err := b.send(context.WithoutCancel(ctx), conn); err != nil {
 			return err
 		}
-		b.sent.Add(int64(pb.Len()))
 	}
+}
+
+// send sends the queued announcements (and a hello) in one batch, within
+// 10 s; on a failure they stay queued for the next connection.
+func (b *PGBroker) send(ctx context.Context, conn *pgx.Conn) error {
+	b.mu.Lock()
+	batch, greet := b.pending, b.greet
+	b.pending, b.greet = map[topicKey]int64{}, 0
+	b.mu.Unlock()
+	if len(batch) == 0 && greet == 0 {
+		return nil
+	}
+	var pb pgx.Batch
+	if greet != 0 {
+		b.queue(&pb, wakeMsg{Hello: greet})
+	}
+	for k, seq := range batch {
+		b.queue(&pb, wakeMsg{Bot: k.bot, Conv: k.conv, Seq: seq})
+	}
+	sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	err := conn.SendBatch(sctx, &pb).Close()
+	cancel()
+	if err != nil {
+		// Put the batch back so the next connection sends it.
+		b.mu.Lock()
+		for k, seq := range batch {
+			if seq > b.pending[k] {
+				b.pending[k] = seq
+			}
+		}
+		if greet != 0 {
+			b.greetWith(greet)
+		}
+		b.mu.Unlock()
+		return err
+	}
+	b.sent.Add(int64(pb.Len()))
+	return nil
 }

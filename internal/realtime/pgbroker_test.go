@@ -188,3 +188,22 @@ func TestPGBrokerOlderNode(t *testing.T) {
 	a.b.Announce(&model.Signal{BotID: "bot", ConversationID: "conv", Seq: 4})
 	eventually(t, "A's announcement went out", func() bool { return a.b.sent.Load() > before })
 }
+
+// TestPGBrokerFlushesOnStop: a node that stops sends what it announced
+// just before (a message acknowledged while it shuts down), so that the
+// others wake at once instead of at their next sweep. Several nodes in
+// turn: without the last send, a stop that comes before the send loop ran
+// loses the announcement.
+func TestPGBrokerFlushesOnStop(t *testing.T) {
+	url := testdb.PostgresURL(t)
+	channel := "t" + model.NewNodeID()[5:13]
+	b := startBroker(t, url, channel)
+	for seq := int64(1); seq <= 5; seq++ {
+		hellos := b.b.hellos.Load()
+		a := startBroker(t, url, channel)
+		eventually(t, "B heard A's hello", func() bool { return b.b.hellos.Load() > hellos })
+		a.b.Announce(&model.Signal{BotID: "bot", ConversationID: "conv", Seq: seq})
+		a.stop()
+		eventually(t, "B woken by the stopped node's last announcement", func() bool { return b.wokenWith(seq) })
+	}
+}
