@@ -61,7 +61,7 @@ type queued struct {
 	sql      string
 	args     []any
 	res      *pipeResult
-	required error // store.RequiredRow: the transaction's error if no row changed
+	required error // store.RequiredRow: the statement's error when it found no row (and failed in the server)
 	dest     []any // store.ReturnedRow: where the statement's row is scanned
 }
 
