@@ -244,7 +244,11 @@ func (b *PGBroker) sendLoop(ctx context.Context, conn *pgx.Conn) error {
 	defer poll.Stop()
 	look := func() error {
 		heard := b.hellos.Load()
-		peers, err := b.lookForPeers(ctx, conn)
+		// Not cut short by a stop either: a query interrupted by its
+		// context breaks the connection the last send needs.
+		lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		peers, err := b.lookForPeers(lctx, conn)
+		cancel()
 		// A hello heard during the look comes from a node it may have
 		// missed.
 		b.peers.Store(peers || b.hellos.Load() != heard)
@@ -267,8 +271,7 @@ func (b *PGBroker) sendLoop(ctx context.Context, conn *pgx.Conn) error {
 			continue
 		case <-b.kick:
 		}
-		// Not cut short by a stop: a send interrupted by its context
-		// would break the connection the last send needs.
+		// Not cut short by a stop, as the look.
 		if err := b.send(context.WithoutCancel(ctx), conn); err != nil {
 			return err
 		}

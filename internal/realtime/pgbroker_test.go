@@ -198,6 +198,7 @@ func TestPGBrokerFlushesOnStop(t *testing.T) {
 	url := testdb.PostgresURL(t)
 	channel := "t" + model.NewNodeID()[5:13]
 	b := startBroker(t, url, channel)
+	eventually(t, "B listens", func() bool { return b.resyncs.Load() >= 1 })
 	for seq := int64(1); seq <= 5; seq++ {
 		hellos := b.b.hellos.Load()
 		a := startBroker(t, url, channel)
