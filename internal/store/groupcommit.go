@@ -27,9 +27,11 @@ import (
 // never hold the same conversation's rows. With more than one shard, a
 // batch holds only Local writes: a write that is not commits alone, in its
 // place in its shard's order, so that batches committing side by side
-// never take rows they share in different orders (a deadlock). There is no timer: a write that
-// finds its shard idle starts a batch, which takes everything queued (at
-// most maxBatch) and loops until the queue is empty. An idle system commits
+// never take rows they share in different orders (a deadlock).
+//
+// There is no timer: a write that finds its shard idle starts a batch,
+// which takes everything queued (at most maxBatch) and loops until the
+// queue is empty. An idle system commits
 // each write at once; under load the batches grow by themselves while the
 // previous one commits.
 

@@ -160,14 +160,12 @@ func (o *turnOutput) RequestHandoff(ctx context.Context, conversationID, reason 
 		_, err := tx.Handoffs().Request(ctx, h)
 		return err
 	}
-	if conv == o.conv {
-		o.WithLocalCompletion(request)
-	} else {
+	if conv != o.conv { // another conversation's row: not local
 		o.WithCompletion(request)
+		return nil
 	}
-	if conv == o.conv {
-		o.handoff = true
-	}
+	o.WithLocalCompletion(request)
+	o.handoff = true
 	return nil
 }
 
