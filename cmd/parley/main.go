@@ -19,6 +19,7 @@ import (
 
 	"github.com/parley-bots/parley/internal/administration"
 	"github.com/parley-bots/parley/internal/app"
+	"github.com/parley-bots/parley/internal/gctune"
 	"github.com/parley-bots/parley/internal/store"
 	"github.com/parley-bots/parley/internal/store/postgres"
 	"github.com/parley-bots/parley/internal/store/sqlite"
@@ -236,6 +237,9 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 		}
 	}
 	log := app.NewLogger(cfg.LogFormat, cfg.LogLevel, os.Stderr)
+	if os.Getenv("GOGC") == "" { // an operator's GOGC wins (the runtime read it, not getenv)
+		defer gctune.Start(uint64(cfg.GCHeadroomMB) << 20)()
+	}
 	a, err := app.Start(ctx, cfg, log)
 	if err != nil {
 		return err

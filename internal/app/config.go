@@ -42,6 +42,10 @@ type Config struct {
 	RatePerUser      float64       // Chat and Webchat API requests per second per user; < 0 = no limit
 	RatePerBot       float64       // Chat and Webchat API requests per second per bot; < 0 = no limit
 	DBMaxConnections int           // database pool size
+	// GCHeadroomMB is the memory, in MiB, the heap may grow by between two
+	// garbage collections while it is small (gctune); 0 keeps Go's GOGC.
+	// `parley serve` applies it, and only when GOGC is not set.
+	GCHeadroomMB int
 	// MaxTurnDelay is how long the conversation first in line may wait for
 	// a turn worker before users' new messages wait at the door, and half
 	// how long they wait there before they are refused with 429 and
@@ -89,6 +93,9 @@ func (c Config) models() files.Models {
 const (
 	DefaultBodyReadTimeout = 30 * time.Second
 	DefaultMaxConnections  = 4096
+	// DefaultGCHeadroomMB: see Config.GCHeadroomMB and the README's
+	// performance section for the measurement.
+	DefaultGCHeadroomMB = 64
 )
 
 // limitsOrDefaults fills the zero limits with their defaults.
@@ -204,6 +211,7 @@ func LoadConfig(args []string, getenv func(string) string, stderr io.Writer) (Co
 	floatVar(&c.RatePerUser, "rate-per-user", "PARLEY_RATE_PER_USER", httpx.DefaultRatePerUser, "Chat and Webchat API requests per second per user, bursts of twice that; -1: no limit")
 	floatVar(&c.RatePerBot, "rate-per-bot", "PARLEY_RATE_PER_BOT", httpx.DefaultRatePerBot, "Chat, Webchat, Runtime API and webhook requests per second per bot, bursts of twice that; -1: no limit")
 	intVar(&c.DBMaxConnections, "db-max-connections", "PARLEY_DB_MAX_CONNECTIONS", 0, "database pool size; 0: 64 on SQLite, 32 on PostgreSQL")
+	intVar(&c.GCHeadroomMB, "gc-headroom-mb", "PARLEY_GC_HEADROOM_MB", DefaultGCHeadroomMB, "MiB the Go heap may grow by between garbage collections while it is smaller than that (fewer collections under load); 0, or GOGC set: Go's default")
 	if err := errors.Join(envErrs...); err != nil {
 		return c, fmt.Errorf("environment: %w", err)
 	}
@@ -249,7 +257,7 @@ func (c *Config) validate() error {
 		}
 	}
 	c.PublicURL = strings.TrimRight(c.PublicURL, "/")
-	if c.BodyReadTimeout < 0 || c.MaxConnections < 0 || c.StreamsPerUser < 0 || c.StreamsPerConv < 0 || c.DBMaxConnections < 0 {
+	if c.BodyReadTimeout < 0 || c.MaxConnections < 0 || c.StreamsPerUser < 0 || c.StreamsPerConv < 0 || c.DBMaxConnections < 0 || c.GCHeadroomMB < 0 {
 		return errors.New("limits must not be negative (rates may be -1: no limit)")
 	}
 	return nil

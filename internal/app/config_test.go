@@ -89,3 +89,37 @@ func TestConfigOverloadAndSync(t *testing.T) {
 		})
 	}
 }
+
+// TestConfigGCHeadroom checks --gc-headroom-mb and PARLEY_GC_HEADROOM_MB.
+func TestConfigGCHeadroom(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		env  map[string]string
+		want int
+		bad  bool
+	}{
+		{name: "default", want: app.DefaultGCHeadroomMB},
+		{name: "flag", args: []string{"--gc-headroom-mb", "128"}, want: 128},
+		{name: "environment", env: map[string]string{"PARLEY_GC_HEADROOM_MB": "0"}, want: 0},
+		{name: "flag over environment", args: []string{"--gc-headroom-mb", "32"}, env: map[string]string{"PARLEY_GC_HEADROOM_MB": "0"}, want: 32},
+		{name: "negative", args: []string{"--gc-headroom-mb", "-1"}, bad: true},
+		{name: "not a number", env: map[string]string{"PARLEY_GC_HEADROOM_MB": "64MB"}, bad: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, err := app.LoadConfig(tc.args, func(k string) string { return tc.env[k] }, io.Discard)
+			if tc.bad {
+				if err == nil {
+					t.Fatalf("accepted: %d", cfg.GCHeadroomMB)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cfg.GCHeadroomMB != tc.want {
+				t.Fatalf("GCHeadroomMB %d, want %d", cfg.GCHeadroomMB, tc.want)
+			}
+		})
+	}
+}
