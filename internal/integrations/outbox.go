@@ -65,17 +65,19 @@ func (o *Outbox) Published(sig *model.Signal) {
 	if sig.Type != model.SignalMessageCreated {
 		return
 	}
-	var m struct {
-		IsBot bool `json:"isBot"`
-	}
-	if json.Unmarshal(sig.Data, &m) != nil || !m.IsBot {
-		return
-	}
+	// The cache first: in a built-in channel's conversation, the usual
+	// case, the signal's data is not even parsed.
 	ref := model.ConversationRef{BotID: sig.BotID, ConversationID: sig.ConversationID}
 	o.mu.Lock()
 	owner, known := o.owners[ref]
 	o.mu.Unlock()
 	if known && builtIn(owner) {
+		return
+	}
+	var m struct {
+		IsBot bool `json:"isBot"`
+	}
+	if json.Unmarshal(sig.Data, &m) != nil || !m.IsBot {
 		return
 	}
 	o.wake(ref)

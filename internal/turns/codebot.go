@@ -1,6 +1,7 @@
 package turns
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -209,7 +210,11 @@ func (rt *Runtime) prepareTurn(ctx context.Context, b *model.Bot, v *model.BotVe
 	}
 	var msg map[string]any
 	if in.Message != nil {
-		msg = toMap(in.Message)
+		var payload map[string]any // the event's, when it is the message's (Go reads both, never writes)
+		if bytes.Equal(in.Message.Payload, in.Event.Payload) {
+			payload = ev.Payload
+		}
+		msg = messageMap(in.Message, payload)
 	}
 	host := &botHost{store: rt.store, botID: b.ID, out: out, api: rt.api}
 	// The event's tags are the real user, conversation and message tags;
@@ -225,10 +230,10 @@ func (rt *Runtime) prepareTurn(ctx context.Context, b *model.Bot, v *model.BotVe
 	var user, conv map[string]any
 	var userTags, convTags map[string]string
 	if u := start.User; u != nil {
-		user, userTags = toMap(wire.NewUser(u)), u.Tags
+		user, userTags = userMap(wire.NewUser(u)), u.Tags
 	}
 	if c := start.Conversation; c != nil {
-		conv, convTags = toMap(wire.NewConversation(c)), c.Tags
+		conv, convTags = conversationMap(wire.NewConversation(c)), c.Tags
 		if c.Integration != "" {
 			ev.Integration = c.Integration
 		}
@@ -373,16 +378,6 @@ func (h *botHost) Call(ctx context.Context, op string, input map[string]any) (ma
 	return m, nil
 }
 
-func toMap(v any) map[string]any {
-	raw, err := json.Marshal(v)
-	if err != nil {
-		return nil
-	}
-	var m map[string]any
-	_ = json.Unmarshal(raw, &m)
-	return m
-}
-
 func rawOrNil(m map[string]any) (json.RawMessage, error) {
 	if m == nil {
 		return nil, nil
@@ -403,7 +398,7 @@ func (h *botHost) CreateMessage(ctx context.Context, conversationID string, payl
 	if err != nil {
 		return nil, err
 	}
-	return toMap(m), nil
+	return messageMap(m, nil), nil // the stored payload: normalised, not the bot's
 }
 
 func (h *botHost) CreateEvent(ctx context.Context, conversationID string, payload map[string]any) (map[string]any, error) {
@@ -423,7 +418,8 @@ func (h *botHost) GetMessage(ctx context.Context, id string) (map[string]any, er
 	if err != nil {
 		return nil, err
 	}
-	return toMap(wire.NewMessage(m)), nil
+	w := wire.NewMessage(m)
+	return messageMap(&w, nil), nil
 }
 
 func (h *botHost) ListMessages(ctx context.Context, conversationID, nextToken string) ([]map[string]any, string, error) {
@@ -433,7 +429,8 @@ func (h *botHost) ListMessages(ctx context.Context, conversationID, nextToken st
 	}
 	out := make([]map[string]any, 0, len(ms))
 	for _, m := range ms {
-		out = append(out, toMap(wire.NewMessage(m)))
+		w := wire.NewMessage(m)
+		out = append(out, messageMap(&w, nil))
 	}
 	return out, next, nil
 }
@@ -443,7 +440,7 @@ func (h *botHost) GetUser(ctx context.Context, id string) (map[string]any, error
 	if err != nil {
 		return nil, err
 	}
-	return toMap(wire.NewUser(u)), nil
+	return userMap(wire.NewUser(u)), nil
 }
 
 func (h *botHost) GetConversation(ctx context.Context, id string) (map[string]any, error) {
@@ -451,7 +448,7 @@ func (h *botHost) GetConversation(ctx context.Context, id string) (map[string]an
 	if err != nil {
 		return nil, err
 	}
-	return toMap(wire.NewConversation(c)), nil
+	return conversationMap(wire.NewConversation(c)), nil
 }
 
 // requestHandoff is Parley's client.requestHandoff({ conversationId?,
