@@ -24,6 +24,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/parley-bots/parley/internal/app"
+	"github.com/parley-bots/parley/internal/gctune"
 	"github.com/parley-bots/parley/internal/store/postgres"
 )
 
@@ -272,6 +273,7 @@ func serveParley(ctx context.Context, cpuprofile string, args []string) error {
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return err
 	}
+	defer gctune.StartUnlessSet(cfg.GCHeadroomMB)() // as parley serve
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	a, err := app.Start(ctx, cfg, log)
 	if err != nil {

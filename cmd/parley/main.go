@@ -237,9 +237,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 		}
 	}
 	log := app.NewLogger(cfg.LogFormat, cfg.LogLevel, os.Stderr)
-	if os.Getenv("GOGC") == "" { // an operator's GOGC wins (the runtime read it, not getenv)
-		defer gctune.Start(uint64(cfg.GCHeadroomMB) << 20)()
-	}
+	defer gctune.StartUnlessSet(cfg.GCHeadroomMB)()
 	a, err := app.Start(ctx, cfg, log)
 	if err != nil {
 		return err

@@ -12,6 +12,7 @@
 package gctune
 
 import (
+	"os"
 	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
@@ -36,6 +37,15 @@ func Percent(live, headroom uint64) int {
 		return maxPercent
 	}
 	return int(p)
+}
+
+// StartUnlessSet is Start(headroomMiB MiB) unless the operator set GOGC
+// (which the runtime read, and which wins).
+func StartUnlessSet(headroomMiB int) (stop func()) {
+	if os.Getenv("GOGC") != "" || headroomMiB <= 0 {
+		return func() {}
+	}
+	return Start(uint64(headroomMiB) << 20)
 }
 
 // Start sets GOGC after every collection from the live heap (Percent) until
