@@ -61,3 +61,23 @@ func TestStartFollowsCollections(t *testing.T) {
 		t.Fatalf("GOGC changed after stop: %d", got)
 	}
 }
+
+// TestOperatorGOGCWins: with GOGC set, or no headroom, nothing is tuned.
+func TestOperatorGOGCWins(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(100))
+	t.Setenv("GOGC", "100")
+	StartUnlessSet(1 << 20)()
+	if got := Current(); got != 100 {
+		t.Fatalf("GOGC %d with GOGC set, want 100", got)
+	}
+	t.Setenv("GOGC", "")
+	StartUnlessSet(0)()
+	if got := Current(); got != 100 {
+		t.Fatalf("GOGC %d with no headroom, want 100", got)
+	}
+	stop := StartUnlessSet(1 << 20)
+	defer stop()
+	if got := Current(); got != maxPercent {
+		t.Fatalf("GOGC %d, want %d", got, maxPercent)
+	}
+}
