@@ -66,16 +66,20 @@ func TestStartFollowsCollections(t *testing.T) {
 func TestOperatorGOGCWins(t *testing.T) {
 	defer debug.SetGCPercent(debug.SetGCPercent(100))
 	t.Setenv("GOGC", "100")
-	StartUnlessSet(1 << 20)()
-	if got := Current(); got != 100 {
+	stop := StartUnlessSet(1 << 20)
+	got := Current()
+	stop()
+	if got != 100 {
 		t.Fatalf("GOGC %d with GOGC set, want 100", got)
 	}
 	t.Setenv("GOGC", "")
-	StartUnlessSet(0)()
-	if got := Current(); got != 100 {
+	stop = StartUnlessSet(0)
+	got = Current()
+	stop()
+	if got != 100 {
 		t.Fatalf("GOGC %d with no headroom, want 100", got)
 	}
-	stop := StartUnlessSet(1 << 20)
+	stop = StartUnlessSet(1 << 20)
 	defer stop()
 	if got := Current(); got != maxPercent {
 		t.Fatalf("GOGC %d, want %d", got, maxPercent)
