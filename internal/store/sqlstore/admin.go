@@ -162,12 +162,14 @@ func (r workspaces) Update(ctx context.Context, w *model.Workspace) error {
 }
 
 // Delete removes the workspace; members, audit records and bots (with all
-// their data) go with it through ON DELETE CASCADE. Bot API keys are not
-// tied by a foreign key, so they are removed here.
+// their data) go with it through ON DELETE CASCADE. The bots' rows that no
+// foreign key ties to them (unkeyedBotRows) are removed here.
 func (r workspaces) Delete(ctx context.Context, id string) error {
 	return r.s.tx(ctx, func(s *Store) error {
-		if _, err := s.exec(ctx, `DELETE FROM tokens WHERE bot_id IN (SELECT id FROM bots WHERE workspace_id = ?)`, id); err != nil {
-			return s.fail(err, "workspace")
+		for _, table := range unkeyedBotRows {
+			if _, err := s.exec(ctx, `DELETE FROM `+table+` WHERE bot_id IN (SELECT id FROM bots WHERE workspace_id = ?)`, id); err != nil {
+				return s.fail(err, "workspace")
+			}
 		}
 		return s.execOne(ctx, "workspace", `DELETE FROM workspaces WHERE id = ?`, id)
 	})

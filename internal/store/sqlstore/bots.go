@@ -110,16 +110,26 @@ func (r bots) Update(ctx context.Context, b *model.Bot) error {
 	})
 }
 
+// unkeyedBotRows are the tables of a bot's rows with no foreign key to the
+// bot (API keys; the rows its turns write, migration 0014 on PostgreSQL):
+// deleting a bot or its workspace deletes them itself.
+var unkeyedBotRows = []string{"tokens", "turn_runs", "states", "bot_logs"}
+
 // Delete removes the bot; everything it owns goes with it through ON DELETE
-// CASCADE, except its API keys (tokens have no foreign key) and the leases
-// named after its conversations, which simply expire.
+// CASCADE, except what has no foreign key to it, deleted here: its API keys,
+// and the rows its turns write (runs, states, logs: migration 0014). The
+// leases named after its conversations simply expire.
 func (r bots) Delete(ctx context.Context, workspaceID, id string) error {
 	return r.s.tx(ctx, func(s *Store) error {
 		if err := s.execOne(ctx, "bot", `DELETE FROM bots WHERE workspace_id = ? AND id = ?`, workspaceID, id); err != nil {
 			return err
 		}
-		_, err := s.exec(ctx, `DELETE FROM tokens WHERE bot_id = ?`, id)
-		return s.fail(err, "bot")
+		for _, table := range unkeyedBotRows {
+			if _, err := s.exec(ctx, `DELETE FROM `+table+` WHERE bot_id = ?`, id); err != nil {
+				return s.fail(err, "bot")
+			}
+		}
+		return nil
 	})
 }
 

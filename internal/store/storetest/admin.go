@@ -169,8 +169,13 @@ func testWorkspaceDelete(t *testing.T, db store.DB) {
 	ok(t, db.Tokens().Create(ctx, &model.Token{Kind: model.TokenBotKey, BotID: f.bot.ID, WorkspaceID: f.ws.ID, Hash: "k"}))
 	c := newConv(t, db, f.bot.ID, "c1", "", 1)
 	newMessage(t, db, c, "", 1)
+	fill(t, db, f.bot)
+	other := newBot(t, db, keep, nil, 2)
+	fill(t, db, other)
 
 	ok(t, db.Workspaces().Delete(ctx, f.ws.ID))
+	checkBotData(t, db, f.bot, false)
+	checkBotData(t, db, other, true)
 	ms, _, err := db.Members().List(ctx, f.ws.ID, store.Page{})
 	ok(t, err)
 	eq(t, "members after workspace delete", len(ms), 0)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/parley-bots/parley/internal/model"
 	"github.com/parley-bots/parley/internal/store"
@@ -110,6 +111,7 @@ func fill(t *testing.T, db store.DB, b *model.Bot) {
 	ok(t, db.Signals().AppendSignal(ctx, &model.Signal{BotID: b.ID, ConversationID: "c", Type: "x"}))
 	ok(t, db.Signals().EnqueueTurn(ctx, &model.Turn{BotID: b.ID, ConversationID: "c", Kind: model.TurnMessage}))
 	ok(t, db.States().Put(ctx, b.ID, store.ScopeBot, b.ID, json.RawMessage(`{}`)))
+	ok(t, db.Activity().RecordTurn(ctx, &model.TurnRun{BotID: b.ID, ConversationID: "c", Seq: 1, RanAt: at(1), Duration: time.Millisecond}))
 }
 
 // checkBotData asserts that all of fill's data exists (or none of it).
@@ -169,6 +171,13 @@ func checkBotData(t *testing.T, db store.DB, b *model.Bot, exists bool) {
 	st, err := db.States().Get(ctx, b.ID, store.ScopeBot, b.ID)
 	ok(t, err)
 	present("state", len(st))
+	bk, err := db.Activity().Buckets(ctx, b.ID, at(0), at(10), time.Hour)
+	ok(t, err)
+	runs := 0
+	for _, x := range bk {
+		runs += int(x.Turns)
+	}
+	present("turn runs", runs)
 	bs, _, err := db.Bots().List(ctx, store.BotFilter{WorkspaceID: b.WorkspaceID, Tags: b.Tags}, store.Page{})
 	ok(t, err)
 	n := 0
