@@ -16,7 +16,6 @@ import (
 	"github.com/parley-bots/parley/internal/model"
 	"github.com/parley-bots/parley/internal/store"
 	"github.com/parley-bots/parley/internal/store/postgres"
-	"github.com/parley-bots/parley/internal/store/sqlstore"
 	"github.com/parley-bots/parley/internal/testutil/testdb"
 )
 
@@ -61,7 +60,7 @@ func TestPipelinedTransactions(t *testing.T) {
 	defer db.Close()
 	// One connection: its statements are prepared by the first write, so
 	// later counts are the writes' own.
-	db.(*sqlstore.DB).SQL().SetMaxOpenConns(1)
+	db.(*postgres.DB).SQL().SetMaxOpenConns(1)
 
 	acct := &model.Account{Email: "o@example.com"}
 	must(t, db.Accounts().Create(ctx, acct))
@@ -166,7 +165,7 @@ func TestPipelinedTransactions(t *testing.T) {
 		t.Fatalf("signal of a missing conversation: %v, want the conversation not found", err)
 	}
 	var runs int
-	must(t, db.(*sqlstore.DB).SQL().QueryRowContext(ctx, `SELECT COUNT(*) FROM turn_runs WHERE conversation_id = 'gone'`).Scan(&runs))
+	must(t, db.(*postgres.DB).SQL().QueryRowContext(ctx, `SELECT COUNT(*) FROM turn_runs WHERE conversation_id = 'gone'`).Scan(&runs))
 	if runs != 0 {
 		t.Fatalf("the failed write's turn run was stored")
 	}
@@ -190,7 +189,7 @@ func TestPipelinedTransactions(t *testing.T) {
 	if n := signals(); n != 7 {
 		t.Fatalf("%d signals after the failed write, want 7", n)
 	}
-	must(t, db.(*sqlstore.DB).SQL().QueryRowContext(ctx, `SELECT COUNT(*) FROM turn_runs WHERE seq = 5`).Scan(&runs))
+	must(t, db.(*postgres.DB).SQL().QueryRowContext(ctx, `SELECT COUNT(*) FROM turn_runs WHERE seq = 5`).Scan(&runs))
 	if runs != 0 {
 		t.Fatalf("the failed write's turn run was stored")
 	}
@@ -208,7 +207,7 @@ func TestPipelinedTransactions(t *testing.T) {
 	if !errors.Is(err, store.ErrFenced) {
 		t.Fatalf("stale fence, writes only: %v, want ErrFenced", err)
 	}
-	must(t, db.(*sqlstore.DB).SQL().QueryRowContext(ctx, `SELECT COUNT(*) FROM turn_runs WHERE seq = 6`).Scan(&runs))
+	must(t, db.(*postgres.DB).SQL().QueryRowContext(ctx, `SELECT COUNT(*) FROM turn_runs WHERE seq = 6`).Scan(&runs))
 	if runs != 0 {
 		t.Fatalf("the fenced write's turn run was stored")
 	}

@@ -80,7 +80,20 @@ func openConfig(ctx context.Context, cfg *pgx.ConnConfig, maxConns ...int) (stor
 		db.Close()
 		return nil, fmt.Errorf("postgres: migrate: %w", err)
 	}
-	return s, nil
+	return &DB{DB: s, analyzer: startAnalyzer(db)}, nil
+}
+
+// DB is the shared SQL store on PostgreSQL, with the hot tables' statistics
+// kept fresh (analyze.go).
+type DB struct {
+	*sqlstore.DB
+	analyzer *analyzer
+}
+
+// Close stops the analyzer, then closes the database.
+func (db *DB) Close() error {
+	db.analyzer.close()
+	return db.DB.Close()
 }
 
 func classify(err error) sqlstore.Violation {

@@ -51,7 +51,7 @@ func TestConcurrentOpen(t *testing.T) {
 		}
 	}
 	var rows int
-	if err := dbs[0].(*sqlstore.DB).SQL().QueryRowContext(ctx, `SELECT COUNT(*) FROM schema_migrations`).Scan(&rows); err != nil {
+	if err := dbs[0].(*postgres.DB).SQL().QueryRowContext(ctx, `SELECT COUNT(*) FROM schema_migrations`).Scan(&rows); err != nil {
 		t.Fatal(err)
 	}
 	if rows != sqlstore.LatestVersion() {
@@ -66,7 +66,7 @@ func TestRefusesNewerSchema(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = db.(*sqlstore.DB).SQL().ExecContext(ctx, `INSERT INTO schema_migrations (version, applied_at) VALUES ($1, 0)`, sqlstore.LatestVersion()+1)
+	_, err = db.(*postgres.DB).SQL().ExecContext(ctx, `INSERT INTO schema_migrations (version, applied_at) VALUES ($1, 0)`, sqlstore.LatestVersion()+1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +89,7 @@ func TestSearchPath(t *testing.T) {
 	ctx := context.Background()
 	db := testdb.Postgres(t)
 	var schema string
-	if err := db.(*sqlstore.DB).SQL().QueryRowContext(ctx,
+	if err := db.(*postgres.DB).SQL().QueryRowContext(ctx,
 		`SELECT table_schema FROM information_schema.tables WHERE table_name = 'bots' AND table_schema = current_schema()`).Scan(&schema); err != nil {
 		t.Fatalf("bots table not in the current schema: %v", err)
 	}
@@ -113,7 +113,7 @@ func BenchmarkCommit(b *testing.B) { storetest.BenchCommit(b, testdb.Postgres(b)
 func TestTransient(t *testing.T) {
 	ctx := context.Background()
 	db := testdb.Postgres(t)
-	raw := db.(*sqlstore.DB).SQL()
+	raw := db.(*postgres.DB).SQL()
 	connect := func(url string) error {
 		c, err := sql.Open("pgx", url)
 		if err != nil {

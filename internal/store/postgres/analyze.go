@@ -1,0 +1,107 @@
+package postgres
+
+import (
+	"context"
+	"database/sql"
+	"log/slog"
+	"sync"
+	"time"
+)
+
+// analyzeEvery is how often the analyzer looks at the hot tables' counters:
+// a query of pg_stat_user_tables, which costs nothing measurable.
+const analyzeEvery = 2 * time.Second
+
+// analyzeMinRows: smaller tables are left to autovacuum (their plans are
+// cheap whichever index they take).
+const analyzeMinRows = 1000
+
+// hotTables are the tables every chat message reads or writes through
+// prepared statements (the pending turns' join, the signal appends).
+var hotTables = []string{"messages", "events", "chat_users", "conversations", "signals", "states", "turn_runs"}
+
+// analyzer refreshes the statistics of the hot tables once they hold more
+// than twice the rows the planner knows of (or it knows none), without
+// waiting for autovacuum, which looks only once a minute
+// (autovacuum_naptime) and may be busy elsewhere.
+//
+// Why: PostgreSQL plans a prepared statement generically after five runs
+// on a connection and keeps that plan until the table's statistics change.
+// On a new database the first plans are made on empty tables, for which an
+// index of (bot_id, conversation_id, created_at, id) looks as good as the
+// primary key (bot_id, id) to find one message: the pending turns' join
+// then scanned a bot's whole message index for each turn (9,000 buffers and
+// 90 ms for 32 turns, seen with auto_explain under the benchmark), for the
+// minute until autovacuum came, and far longer when it was busy. Fresh
+// statistics (one bot, many messages) make the planner pick the primary
+// key, and ANALYZE invalidates the cached plans. Because a table must
+// double between two runs, the work stays a small fraction of the writes.
+// Several nodes on one database each run it; an ANALYZE more costs little.
+type analyzer struct {
+	db   *sql.DB
+	stop chan struct{}
+	done chan struct{}
+	once sync.Once
+}
+
+func startAnalyzer(db *sql.DB) *analyzer {
+	a := &analyzer{db: db, stop: make(chan struct{}), done: make(chan struct{})}
+	go a.run()
+	return a
+}
+
+func (a *analyzer) run() {
+	defer close(a.done)
+	t := time.NewTicker(analyzeEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-a.stop:
+			return
+		case <-t.C:
+			if _, err := a.analyze(context.Background()); err != nil {
+				slog.Debug("postgres: analyzing the hot tables", "err", err)
+			}
+		}
+	}
+}
+
+// analyze runs ANALYZE on the hot tables of the current schema that need
+// it and returns their names.
+func (a *analyzer) analyze(ctx context.Context) ([]string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	// pg_class.reltuples is the row count the planner knows (-1: never
+	// counted); n_live_tup the count now. Tables whose rows churn (turns)
+	// do not grow, and are left to autovacuum.
+	rows, err := a.db.QueryContext(ctx, `SELECT s.relname FROM pg_stat_user_tables s JOIN pg_class c ON c.oid = s.relid
+		WHERE s.schemaname = current_schema() AND s.relname = ANY($1)
+		AND s.n_live_tup >= $2 AND s.n_live_tup > 2 * c.reltuples`,
+		hotTables, analyzeMinRows)
+	if err != nil {
+		return nil, err
+	}
+	var due []string
+	for rows.Next() {
+		var name string
+		if err := rows.Scan(&name); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		due = append(due, name)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	for _, name := range due { // names from the fixed list above
+		if _, err := a.db.ExecContext(ctx, `ANALYZE `+name); err != nil {
+			return nil, err
+		}
+	}
+	return due, nil
+}
+
+func (a *analyzer) close() {
+	a.once.Do(func() { close(a.stop) })
+	<-a.done
+}
