@@ -42,10 +42,15 @@ type analyzer struct {
 	stop chan struct{}
 	done chan struct{}
 	once sync.Once
+	// tried is each table's row count when it was last analyzed here: a
+	// table is tried again only once it doubled since, so an ANALYZE that
+	// did nothing (a role that does not own the table gets a warning, not
+	// an error) is not repeated every pass.
+	tried map[string]int64
 }
 
 func startAnalyzer(db *sql.DB) *analyzer {
-	a := &analyzer{db: db, stop: make(chan struct{}), done: make(chan struct{})}
+	a := &analyzer{db: db, stop: make(chan struct{}), done: make(chan struct{}), tried: map[string]int64{}}
 	go a.run()
 	return a
 }
@@ -67,14 +72,14 @@ func (a *analyzer) run() {
 }
 
 // analyze runs ANALYZE on the hot tables of the current schema that need
-// it and returns their names.
+// it and returns their names. Passes run one at a time (run, or a test).
 func (a *analyzer) analyze(ctx context.Context) ([]string, error) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	// pg_class.reltuples is the row count the planner knows (-1: never
 	// counted); n_live_tup the count now. Tables whose rows churn (turns)
 	// do not grow, and are left to autovacuum.
-	rows, err := a.db.QueryContext(ctx, `SELECT s.relname FROM pg_stat_user_tables s JOIN pg_class c ON c.oid = s.relid
+	rows, err := a.db.QueryContext(ctx, `SELECT s.relname, s.n_live_tup FROM pg_stat_user_tables s JOIN pg_class c ON c.oid = s.relid
 		WHERE s.schemaname = current_schema() AND s.relname = ANY($1)
 		AND s.n_live_tup >= $2 AND s.n_live_tup > 2 * c.reltuples`,
 		hotTables, analyzeMinRows)
@@ -82,21 +87,26 @@ func (a *analyzer) analyze(ctx context.Context) ([]string, error) {
 		return nil, err
 	}
 	var due []string
+	var live []int64
 	for rows.Next() {
 		var name string
-		if err := rows.Scan(&name); err != nil {
+		var n int64
+		if err := rows.Scan(&name, &n); err != nil {
 			rows.Close()
 			return nil, err
 		}
-		due = append(due, name)
+		if n > 2*a.tried[name] {
+			due, live = append(due, name), append(live, n)
+		}
 	}
 	if err := rows.Close(); err != nil {
 		return nil, err
 	}
-	for _, name := range due { // names from the fixed list above
+	for i, name := range due { // names from the fixed list above
 		if _, err := a.db.ExecContext(ctx, `ANALYZE `+name); err != nil {
 			return nil, err
 		}
+		a.tried[name] = live[i]
 	}
 	return due, nil
 }
