@@ -55,6 +55,7 @@ var forbidden = func() []rule {
 		{"internal/auth", join([]string{"internal/store", "internal/httpapi", "internal/app"}, useCases), "credentials are pure functions"},
 		{"internal/botproc", []string{"internal/"}, "the bot process supervisor is infrastructure: standard library only"},
 		{"internal/llm", []string{"internal/"}, "the model endpoints' client is infrastructure: standard library only"},
+		{"internal/gctune", []string{"internal/"}, "the collector's tuning is process-wide infrastructure: standard library only"},
 		{"internal/httpapi", join([]string{"internal/app", "internal/turns"}, concreteStores), "handlers go through the use cases"},
 		{"internal/metrics", join([]string{"internal/app", "internal/store", "internal/realtime", "internal/runtime"}, useCases), "metrics observe through wrappers and the interfaces app hands them"},
 	}
