@@ -57,6 +57,17 @@ func startAnalyzer(db *sql.DB) *analyzer {
 
 func (a *analyzer) run() {
 	defer close(a.done)
+	// A pass in progress ends with a stop: Close does not wait out a
+	// query to a database that no longer answers.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		select {
+		case <-a.stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
 	t := time.NewTicker(analyzeEvery)
 	defer t.Stop()
 	for {
@@ -64,7 +75,7 @@ func (a *analyzer) run() {
 		case <-a.stop:
 			return
 		case <-t.C:
-			if _, err := a.analyze(context.Background()); err != nil {
+			if _, err := a.analyze(ctx); err != nil {
 				slog.Debug("postgres: analyzing the hot tables", "err", err)
 			}
 		}
