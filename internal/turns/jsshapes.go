@@ -48,7 +48,7 @@ func conversationMap(c wire.Conversation) map[string]any {
 	return map[string]any{"id": c.ID, "createdAt": c.CreatedAt, "updatedAt": c.UpdatedAt}
 }
 
-// decodeObject decodes a JSON object (nil when raw is not one, as toMap).
+// decodeObject decodes a JSON object (nil when raw is not one).
 func decodeObject(raw json.RawMessage) map[string]any {
 	var m map[string]any
 	_ = json.Unmarshal(raw, &m)

@@ -166,10 +166,8 @@ func (r workspaces) Update(ctx context.Context, w *model.Workspace) error {
 // foreign key ties to them (unkeyedBotRows) are removed here.
 func (r workspaces) Delete(ctx context.Context, id string) error {
 	return r.s.tx(ctx, func(s *Store) error {
-		for _, table := range unkeyedBotRows {
-			if _, err := s.exec(ctx, `DELETE FROM `+table+` WHERE bot_id IN (SELECT id FROM bots WHERE workspace_id = ?)`, id); err != nil {
-				return s.fail(err, "workspace")
-			}
+		if err := deleteUnkeyedBotRows(ctx, s, `IN (SELECT id FROM bots WHERE workspace_id = ?)`, id, "workspace"); err != nil {
+			return err
 		}
 		return s.execOne(ctx, "workspace", `DELETE FROM workspaces WHERE id = ?`, id)
 	})

@@ -115,6 +115,18 @@ func (r bots) Update(ctx context.Context, b *model.Bot) error {
 // deleting a bot or its workspace deletes them itself.
 var unkeyedBotRows = []string{"tokens", "turn_runs", "states", "bot_logs"}
 
+// deleteUnkeyedBotRows deletes the unkeyedBotRows of the bots whose id
+// matches botIDs (a condition on bot_id with one parameter, arg); what is
+// the error's subject.
+func deleteUnkeyedBotRows(ctx context.Context, s *Store, botIDs string, arg any, what string) error {
+	for _, table := range unkeyedBotRows {
+		if _, err := s.exec(ctx, `DELETE FROM `+table+` WHERE bot_id `+botIDs, arg); err != nil {
+			return s.fail(err, what)
+		}
+	}
+	return nil
+}
+
 // Delete removes the bot; everything it owns goes with it through ON DELETE
 // CASCADE, except what has no foreign key to it, deleted here: its API keys,
 // and the rows its turns write (runs, states, logs: migration 0014). The
@@ -124,12 +136,7 @@ func (r bots) Delete(ctx context.Context, workspaceID, id string) error {
 		if err := s.execOne(ctx, "bot", `DELETE FROM bots WHERE workspace_id = ? AND id = ?`, workspaceID, id); err != nil {
 			return err
 		}
-		for _, table := range unkeyedBotRows {
-			if _, err := s.exec(ctx, `DELETE FROM `+table+` WHERE bot_id = ?`, id); err != nil {
-				return s.fail(err, "bot")
-			}
-		}
-		return nil
+		return deleteUnkeyedBotRows(ctx, s, `= ?`, id, "bot")
 	})
 }
 
