@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"log/slog"
-	"sync"
 	"time"
 )
 
@@ -39,9 +38,11 @@ var hotTables = []string{"messages", "events", "chat_users", "conversations", "s
 // Several nodes on one database each run it; an ANALYZE more costs little.
 type analyzer struct {
 	db   *sql.DB
-	stop chan struct{}
 	done chan struct{}
-	once sync.Once
+	// ctx ends with close, and with it a pass in progress: Close does not
+	// wait out a query to a database that no longer answers.
+	ctx    context.Context
+	cancel context.CancelFunc
 	// tried is each table's row count when it was last analyzed here: a
 	// table is tried again only once it doubled since, so an ANALYZE that
 	// did nothing (a role that does not own the table gets a warning, not
@@ -50,32 +51,22 @@ type analyzer struct {
 }
 
 func startAnalyzer(db *sql.DB) *analyzer {
-	a := &analyzer{db: db, stop: make(chan struct{}), done: make(chan struct{}), tried: map[string]int64{}}
+	a := &analyzer{db: db, done: make(chan struct{}), tried: map[string]int64{}}
+	a.ctx, a.cancel = context.WithCancel(context.Background())
 	go a.run()
 	return a
 }
 
 func (a *analyzer) run() {
 	defer close(a.done)
-	// A pass in progress ends with a stop: Close does not wait out a
-	// query to a database that no longer answers.
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() {
-		select {
-		case <-a.stop:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
 	t := time.NewTicker(analyzeEvery)
 	defer t.Stop()
 	for {
 		select {
-		case <-a.stop:
+		case <-a.ctx.Done():
 			return
 		case <-t.C:
-			if _, err := a.analyze(ctx); err != nil {
+			if _, err := a.analyze(a.ctx); err != nil {
 				slog.Debug("postgres: analyzing the hot tables", "err", err)
 			}
 		}
@@ -123,6 +114,6 @@ func (a *analyzer) analyze(ctx context.Context) ([]string, error) {
 }
 
 func (a *analyzer) close() {
-	a.once.Do(func() { close(a.stop) })
+	a.cancel()
 	<-a.done
 }
