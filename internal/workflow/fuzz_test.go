@@ -61,7 +61,8 @@ func FuzzParseTemplate(f *testing.F) {
 			if p.text == "" || (i > 0 && !parts[i-1].expr) {
 				t.Fatalf("parseTemplate(%q): empty or split literal in %+v", s, parts)
 			}
-			if strings.HasSuffix(p.text, `\`) || strings.Contains(p.text, `\{{`) {
+			if strings.HasSuffix(p.text, `\`) || strings.Contains(p.text, `\{{`) ||
+				(strings.HasSuffix(p.text, "{") && i+1 < len(parts)) { // a "{" before "{{ expr }}" reads as "{{" then "{ expr"
 				return // cannot be written back unambiguously
 			}
 			b.WriteString(strings.ReplaceAll(p.text, "{{", `\{{`))
