@@ -24,7 +24,7 @@ import (
 //     heartbeat or keepalive due) schedules the stream on a small pool of
 //     workers (Hub.enqueue; a fan-out schedules its streams in one batch),
 //     at most once at a time (parked.sched).
-//   - A worker writes only what the socket takes at once (tryWrite: no
+//   - A worker writes only what the socket takes at once (rawWriter: no
 //     wait, no deadline, so no timer per write; without a socket, a short
 //     deadline, fastWrite): a client that does not take the bytes at once, or a stream that must read the
 //     signal log (a hole, the keepalive) or render a signal with its own
@@ -54,13 +54,40 @@ const (
 type connSink struct {
 	conn      net.Conn
 	timeout   time.Duration
-	buf       []byte          // the chunk being built
-	pend      []byte          // framed bytes not written yet
+	buf       *[]byte         // the chunk being built (nil: none; from chunkBufs)
+	pend      *[]byte         // framed bytes, not written yet from off on (nil: none; from chunkBufs)
+	off       int             // how much of pend is written
 	fast      bool            // run by a pool worker: writes wait at most fastWrite
 	blocked   bool            // a fast write did not finish: pend waits for the stream's goroutine
 	canFast   bool            // false for TLS: a timed-out write breaks a tls.Conn
 	raw       syscall.RawConn // the socket, for fast writes without a deadline (nil: none)
+	try       rawWriter       // the fast write, kept so that it allocates nothing
 	lastWrite atomic.Int64    // unix ns of the last bytes written (the ticker's heartbeat)
+}
+
+// chunkBufs recycles the sinks' buffers. A stream holds one only while it
+// has bytes to write, so an idle stream holds none, and a fan-out to
+// thousands of streams reuses a few instead of allocating two per stream
+// (with the garbage collection and the fresh pages that cost).
+var chunkBufs = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
+
+// maxPooledBuf is the largest buffer put back in chunkBufs; a larger one
+// (a big frame, a backlog) is left to the collector.
+const maxPooledBuf = 64 << 10
+
+func takeBuf() *[]byte { return chunkBufs.Get().(*[]byte) }
+
+// giveBack returns *b to chunkBufs and clears *b.
+func giveBack(b **[]byte) {
+	p := *b
+	if p == nil {
+		return
+	}
+	*b = nil
+	if cap(*p) <= maxPooledBuf {
+		*p = (*p)[:0]
+		chunkBufs.Put(p)
+	}
 }
 
 func newConnSink(conn net.Conn, timeout time.Duration) *connSink {
@@ -69,34 +96,65 @@ func newConnSink(conn net.Conn, timeout time.Duration) *connSink {
 	if !isTLS {
 		s.raw = rawConnOf(conn)
 	}
+	s.try.init()
 	s.lastWrite.Store(time.Now().UnixNano())
 	return s
 }
 
 func (s *connSink) write(b []byte) error {
-	s.buf = append(s.buf, b...)
-	if len(s.buf) >= maxChunk {
+	if len(b) == 0 {
+		return nil
+	}
+	if s.buf == nil {
+		s.buf = takeBuf()
+	}
+	*s.buf = append(*s.buf, b...)
+	if len(*s.buf) >= maxChunk {
 		return s.flush()
 	}
 	return nil
 }
 
 func (s *connSink) flush() error {
-	if len(s.buf) > 0 {
-		s.pend = strconv.AppendInt(s.pend, int64(len(s.buf)), 16)
-		s.pend = append(s.pend, '\r', '\n')
-		s.pend = append(s.pend, s.buf...)
-		s.pend = append(s.pend, '\r', '\n')
-		s.buf = nil
+	if s.buf != nil {
+		if s.pend == nil {
+			s.pend = takeBuf()
+		}
+		p := strconv.AppendInt(*s.pend, int64(len(*s.buf)), 16)
+		p = append(p, '\r', '\n')
+		p = append(p, *s.buf...)
+		*s.pend = append(p, '\r', '\n')
+		giveBack(&s.buf)
 	}
 	return s.push()
+}
+
+// unwritten is what pend still holds.
+func (s *connSink) unwritten() []byte {
+	if s.pend == nil {
+		return nil
+	}
+	return (*s.pend)[s.off:]
+}
+
+// wrote records n more bytes of pend written, and gives pend back once
+// all is.
+func (s *connSink) wrote(n int, at time.Time) {
+	if n > 0 {
+		s.lastWrite.Store(at.UnixNano())
+	}
+	if s.off += n; s.pend != nil && s.off >= len(*s.pend) {
+		giveBack(&s.pend)
+		s.off = 0
+	}
 }
 
 // push writes pend: with the write deadline, or in a worker at most for
 // fastWrite, after which the rest waits (blocked) for the stream's own
 // goroutine.
 func (s *connSink) push() error {
-	if len(s.pend) == 0 || s.blocked {
+	rest := s.unwritten()
+	if len(rest) == 0 || s.blocked {
 		return nil
 	}
 	d := s.timeout
@@ -108,17 +166,13 @@ func (s *connSink) push() error {
 		if s.raw != nil {
 			// What the socket takes now; the rest waits for the
 			// stream's goroutine.
-			n, err := tryWrite(s.raw, s.pend)
-			if n > 0 {
-				s.lastWrite.Store(time.Now().UnixNano())
-			}
+			n, err := s.try.write(s.raw, rest)
+			s.wrote(n, time.Now())
 			if err != nil {
 				return err
 			}
-			if s.pend = s.pend[n:]; len(s.pend) > 0 {
+			if n < len(rest) {
 				s.blocked = true
-			} else {
-				s.pend = nil
 			}
 			return nil
 		}
@@ -128,19 +182,15 @@ func (s *connSink) push() error {
 	if err := s.conn.SetWriteDeadline(now.Add(d)); err != nil {
 		return err
 	}
-	n, err := s.conn.Write(s.pend)
-	if n > 0 {
-		s.lastWrite.Store(now.UnixNano())
-	}
+	n, err := s.conn.Write(rest)
+	s.wrote(n, now)
 	if err != nil {
 		if s.fast && errors.Is(err, os.ErrDeadlineExceeded) {
-			s.pend = s.pend[n:]
 			s.blocked = true
 			return nil
 		}
 		return err
 	}
-	s.pend = nil
 	if !s.fast && s.raw != nil {
 		// A deadline left behind would fail the next fast write once
 		// it passed.
@@ -153,20 +203,25 @@ func (s *connSink) push() error {
 // waited for) and closes the connection.
 func (s *connSink) close(clean bool) {
 	if clean && !s.blocked {
-		if len(s.buf) > 0 {
+		if s.buf != nil {
 			_ = s.flush()
 		}
-		s.pend = append(s.pend, "0\r\n\r\n"...)
+		if s.pend == nil {
+			s.pend = takeBuf()
+		}
+		*s.pend = append(*s.pend, "0\r\n\r\n"...)
 		d := min(s.timeout, time.Second)
 		if s.fast {
 			d = fastWrite
 		}
 		if s.conn.SetWriteDeadline(time.Now().Add(d)) == nil {
-			_, _ = s.conn.Write(s.pend)
+			_, _ = s.conn.Write(s.unwritten())
 		}
 	}
 	_ = s.conn.Close()
-	s.buf, s.pend = nil, nil
+	giveBack(&s.buf)
+	giveBack(&s.pend)
+	s.off = 0
 }
 
 // parking is the hub's set of parked streams, its ticker and its workers.

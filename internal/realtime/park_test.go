@@ -166,6 +166,12 @@ func TestParkedStreams(t *testing.T) {
 				s.until(t, `"later":true`)
 				s.until(t, ": ") // a heartbeat comment
 			}
+			// Streams that wrote and went idle again hold no buffer: the
+			// sinks' buffers go back to their pool.
+			held, checked := idleBuffers(h)
+			if held > 0 || checked == 0 {
+				t.Fatalf("%d of %d idle parked streams hold a write buffer", held, checked)
+			}
 
 			// Clients that went away are found by a heartbeat's write.
 			for _, s := range streams[:n/2] {
@@ -190,6 +196,74 @@ func TestParkedStreams(t *testing.T) {
 				t.Fatalf("%d streams parked after Close", p)
 			}
 		})
+	}
+}
+
+// idleBuffers counts the parked streams that hold a write buffer among
+// those idle (each held while it is read, as a worker holds it).
+func idleBuffers(h *Hub) (held, checked int) {
+	h.parking.mu.Lock()
+	ps := make([]*parked, 0, len(h.parking.streams))
+	for p := range h.parking.streams {
+		ps = append(ps, p)
+	}
+	h.parking.mu.Unlock()
+	for _, p := range ps {
+		if !p.sched.CompareAndSwap(false, true) {
+			continue // a worker has it
+		}
+		checked++
+		if p.sink.buf != nil || p.sink.pend != nil {
+			held++
+		}
+		p.sched.Store(false)
+		if p.hasWork() {
+			p.kick()
+		}
+	}
+	return held, checked
+}
+
+// TestParkedSlowReader: a client that stops reading while megabytes are
+// published gets them all, intact and in order, once it reads again. The
+// socket takes part of a chunk, the rest waits in the sink (written from
+// an offset) and moves to the stream's own goroutine, and the next chunks
+// queue behind it.
+func TestParkedSlowReader(t *testing.T) {
+	log := &memLog{}
+	h := NewHub(log, nil, Options{FirstFrameDelay: time.Millisecond, Keepalive: time.Minute, Heartbeat: -1})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_ = h.Serve(w, r, StreamRequest{BotID: "b", ConversationID: "c", UserID: "u"},
+			func(context.Context) error { return nil })
+	}))
+	defer func() { h.Close(); srv.Close() }()
+	s := dialStream(t, srv.Listener.Addr().String())
+	waitFor(t, "the stream parked", 5*time.Second, func() bool { return h.Parked() == 1 })
+	s.head(t)
+
+	const n, size = 120, 50 << 10 // 6 MB: more than loopback's socket buffers take
+	want := make([]string, n)
+	for i := range n {
+		want[i] = fmt.Sprintf("%03d", i) + strings.Repeat(string(rune('a'+i%26)), size)
+		h.Publish(log.append("b", "c", "message_created", `{"text":"`+want[i]+`"}`, time.Now()))
+	}
+	_ = s.conn.SetReadDeadline(time.Now().Add(20 * time.Second))
+	for i := 0; i < n; {
+		line, err := s.rd.ReadString('\n')
+		if err != nil {
+			t.Fatalf("after %d of %d frames: %v", i, n, err)
+		}
+		data, ok := strings.CutPrefix(line, "data: ")
+		if !ok {
+			continue
+		}
+		if !strings.Contains(data, `"text":"`+want[i]+`"`) {
+			t.Fatalf("frame %d is not the %dth signal published (%d bytes, starts %.20q)", i, i, len(data), data)
+		}
+		i++
+	}
+	if held, checked := idleBuffers(h); held > 0 && checked > 0 {
+		t.Fatalf("the stream holds its write buffer once idle")
 	}
 }
 

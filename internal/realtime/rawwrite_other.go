@@ -10,4 +10,9 @@ import (
 
 func rawConnOf(net.Conn) syscall.RawConn { return nil }
 
-func tryWrite(syscall.RawConn, []byte) (int, error) { return 0, errors.ErrUnsupported }
+// rawWriter is unused where there is no raw socket (rawConnOf is nil).
+type rawWriter struct{}
+
+func (*rawWriter) init() {}
+
+func (*rawWriter) write(syscall.RawConn, []byte) (int, error) { return 0, errors.ErrUnsupported }
