@@ -18,9 +18,17 @@ type listenResult struct {
 	missing           int
 }
 
+// fanouts is how many messages are fanned out to the idle listeners, one
+// after the other, each once the previous reached every stream (or
+// fanoutWait passed): the figures are over all their arrivals.
+const (
+	fanouts    = 5
+	fanoutWait = 10 * time.Second
+)
+
 // idleListeners opens n SSE streams on one conversation, reads the
-// server's resident memory once they are idle, then sends one message and
-// times its arrival on every stream.
+// server's resident memory once they are idle, then sends fanouts
+// messages, one at a time, and times each one's arrival on every stream.
 func idleListeners(p *parleyTarget, n int) (listenResult, error) {
 	var res listenResult
 	c := p.open[0]
@@ -28,10 +36,11 @@ func idleListeners(p *parleyTarget, n int) (listenResult, error) {
 	res.before, res.goBefore = rssKB(p.pid()), readGoMem(p.url)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	marker := "fan-" + randomHex(6)
+	prefix := "fan-" + randomHex(6) + "-"
 	var (
 		mu      sync.Mutex
-		arrived []time.Time
+		arrived []time.Time // of the message being fanned out
+		round   string      // its text
 		wg      sync.WaitGroup
 	)
 	for range n {
@@ -49,10 +58,13 @@ func idleListeners(p *parleyTarget, n int) (listenResult, error) {
 				if err != nil {
 					return
 				}
-				if bytes.Contains(line, []byte(marker)) && !bytes.Contains(line, []byte("echo ")) {
+				// The user's message, not the bot's echo of it.
+				if bytes.Contains(line, []byte(prefix)) && !bytes.Contains(line, []byte("echo ")) {
 					now := time.Now()
 					mu.Lock()
-					arrived = append(arrived, now)
+					if round != "" && bytes.Contains(line, []byte(round)) {
+						arrived = append(arrived, now)
+					}
 					mu.Unlock()
 				}
 			}
@@ -60,24 +72,33 @@ func idleListeners(p *parleyTarget, n int) (listenResult, error) {
 	}
 	time.Sleep(2 * time.Second) // idle
 	res.after, res.goAfter = rssKB(p.pid()), readGoMem(p.url)
-	sent := time.Now()
-	send(p.chat.base, c, marker)
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
+	for i := range fanouts {
+		text := prefix + strconv.Itoa(i)
 		mu.Lock()
-		got := len(arrived)
+		// With the JSON string's closing quote: "-1" is not "-10".
+		round, arrived = text+`"`, arrived[:0]
 		mu.Unlock()
-		if got >= n {
-			break
+		sent := time.Now()
+		send(p.chat.base, c, text)
+		deadline := sent.Add(fanoutWait)
+		for time.Now().Before(deadline) {
+			mu.Lock()
+			got := len(arrived)
+			mu.Unlock()
+			if got >= n {
+				break
+			}
+			time.Sleep(time.Millisecond)
 		}
-		time.Sleep(5 * time.Millisecond)
+		mu.Lock()
+		for _, at := range arrived {
+			res.fanout = append(res.fanout, at.Sub(sent))
+		}
+		res.missing += n - len(arrived)
+		round = ""
+		mu.Unlock()
+		time.Sleep(500 * time.Millisecond) // the echoes' fan-out ends
 	}
-	mu.Lock()
-	for _, at := range arrived {
-		res.fanout = append(res.fanout, at.Sub(sent))
-	}
-	mu.Unlock()
-	res.missing = n - len(res.fanout)
 	cancel()
 	wg.Wait()
 	return res, nil

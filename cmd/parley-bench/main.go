@@ -28,8 +28,8 @@
 //     clear once the load stops. Closed-loop clients wait Retry-After (1 s)
 //     after a 429; open-loop senders do not retry.
 //  4. Idle SSE listeners: the server's resident memory per listener
-//     (-listeners streams on one conversation), and one message fanned out
-//     to all of them.
+//     (-listeners streams on one conversation), and 5 messages fanned out
+//     to all of them, one at a time (p50/p99 over every arrival).
 package main
 
 import (
@@ -260,7 +260,7 @@ func runEngine(o options, engine, dir string) (map[string]float64, error) {
 	// 4. Idle listeners, first: the servers have no garbage yet.
 	if o.listeners > 0 {
 		fmt.Printf("## Goal 4: %d idle SSE listeners on one conversation\n\n", o.listeners)
-		fmt.Println("| target | RSS before | RSS with listeners | RSS per listener | Go heap+stacks per listener | of which stacks | goroutines per listener | fan-out p50 | fan-out p99 | reached |")
+		fmt.Println("| target | RSS before | RSS with listeners | RSS per listener | Go heap+stacks per listener | of which stacks | goroutines per listener | fan-out p50 | fan-out p99 | arrivals |")
 		fmt.Println("|---|---|---|---|---|---|---|---|---|---|")
 		for _, p := range ps {
 			r, err := idleListeners(p, o.listeners)
