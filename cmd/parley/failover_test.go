@@ -60,6 +60,7 @@ type failoverRig struct {
 	nodes                       [2]*process
 	convs                       []*failoverConv
 	top                         *testing.T // owns the processes (subtests' cleanups would kill them)
+	failures                    []string   // restated after the nodes' logs, so a log's tail shows them
 }
 
 // leaseTTL is the product's default: the figures are what users get.
@@ -79,8 +80,11 @@ func newFailoverRig(t *testing.T, bin string, env ...string) *failoverRig {
 	t.Cleanup(func() {
 		if t.Failed() {
 			for i, p := range f.nodes {
-				l := strings.Split(p.stderr.String(), "\n")
-				t.Logf("node %d, last log lines:\n%s", i, strings.Join(l[max(0, len(l)-40):], "\n"))
+				l := nodeEvents(p.stderr.String())
+				t.Logf("node %d, last log lines (requests left out):\n%s", i, strings.Join(l[max(0, len(l)-40):], "\n"))
+			}
+			if len(f.failures) > 0 {
+				t.Logf("failed:\n%s", strings.Join(f.failures, "\n"))
 			}
 		}
 	})
@@ -167,7 +171,9 @@ func (f *failoverRig) loop(t *testing.T, cycles int, sig syscall.Signal, limit t
 		gaps = append(gaps, fmt.Sprintf("%.2fs", gap.Seconds()))
 		t.Logf("cycle %d: %v to node %d; every acknowledged message answered %.2fs after it", cycle+1, sig, victim, gap.Seconds())
 		if gap > limit {
-			t.Errorf("cycle %d: last reply %.2fs after %v, want ≤ %v", cycle+1, gap.Seconds(), sig, limit)
+			msg := fmt.Sprintf("%s: cycle %d: last reply %.2fs after %v, want ≤ %v", t.Name(), cycle+1, gap.Seconds(), sig, limit)
+			f.failures = append(f.failures, msg)
+			t.Error(msg)
 		}
 		switch sig {
 		case syscall.SIGSTOP:
@@ -191,10 +197,10 @@ func (f *failoverRig) loop(t *testing.T, cycles int, sig syscall.Signal, limit t
 			select {
 			case <-v.exited:
 			case <-time.After(20 * time.Second):
-				t.Fatalf("no exit after SIGTERM:\n%s", v.stderr)
+				f.fatalf(t, "no exit after SIGTERM:\n%s", v.stderr)
 			}
 			if !strings.Contains(v.stderr.String(), "stopped cleanly") {
-				t.Fatalf("no clean stop logged:\n%s", v.stderr)
+				f.fatalf(t, "no clean stop logged:\n%s", v.stderr)
 			}
 			t.Logf("cycle %d: node %d exited %.2fs after SIGTERM", cycle+1, victim, (<-exitedAt).Seconds())
 			if os.Getenv("PARLEY_FAILOVER_DEBUG") != "" {
@@ -226,6 +232,27 @@ func (f *failoverRig) loop(t *testing.T, cycles int, sig syscall.Signal, limit t
 		cycles, sig, failoverLeaseTTL, strings.Join(gaps, ", "), total)
 }
 
+// fatalf records the failure for the rig's cleanup to restate, then
+// fails the test.
+func (f *failoverRig) fatalf(t *testing.T, format string, args ...any) {
+	t.Helper()
+	msg := t.Name() + ": " + fmt.Sprintf(format, args...)
+	f.failures = append(f.failures, msg)
+	t.Fatal(msg)
+}
+
+// nodeEvents is a node's log without its request lines, which would
+// crowd out what the node did.
+func nodeEvents(log string) []string {
+	var out []string
+	for _, l := range strings.Split(log, "\n") {
+		if !strings.Contains(l, `"msg":"request"`) {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
 // waitAnswered polls the survivor until every conversation's stored user
 // messages have both replies and returns how long after since that was.
 func (f *failoverRig) waitAnswered(t *testing.T, p *process, since time.Time, timeout time.Duration) time.Duration {
@@ -243,7 +270,7 @@ func (f *failoverRig) waitAnswered(t *testing.T, p *process, since time.Time, ti
 			return time.Since(since)
 		}
 		if time.Since(since) > timeout {
-			t.Fatalf("messages still unanswered %v after the failure", timeout)
+			f.fatalf(t, "messages still unanswered %v after the failure", timeout)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -271,13 +298,13 @@ func (f *failoverRig) check(t *testing.T, p *process) {
 			seen[u]++
 			n, _ := strconv.Atoi(u)
 			if seen[u] > 1 || n <= last {
-				t.Fatalf("conversation %s: user messages duplicated or out of order: %v", c.id, users)
+				f.fatalf(t, "conversation %s: user messages duplicated or out of order: %v", c.id, users)
 			}
 			last = n
 		}
 		for _, n := range c.acked {
 			if seen[strconv.Itoa(n)] != 1 {
-				t.Fatalf("conversation %s: acknowledged message %d stored %d times", c.id, n, seen[strconv.Itoa(n)])
+				f.fatalf(t, "conversation %s: acknowledged message %d stored %d times", c.id, n, seen[strconv.Itoa(n)])
 			}
 		}
 		var want []string
@@ -285,7 +312,7 @@ func (f *failoverRig) check(t *testing.T, p *process) {
 			want = append(want, "ack: "+u, "done: "+u)
 		}
 		if fmt.Sprint(bots) != fmt.Sprint(want) {
-			t.Fatalf("conversation %s: replies\n got %v\nwant %v", c.id, bots, want)
+			f.fatalf(t, "conversation %s: replies\n got %v\nwant %v", c.id, bots, want)
 		}
 	}
 }
