@@ -43,13 +43,36 @@ func TestBenchRuns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := run(o)
+	var got map[string]map[string]float64
+	out := captureStdout(t, func() { got, err = run(o) })
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got["sqlite"]["parley"] <= 0 || got["sqlite"]["bare"] <= 0 {
 		t.Fatalf("sustained rates = %v", got)
 	}
+	// Goal 4's table: every listener got every fanned-out message.
+	if a := fanoutArrivals(out); a["parley"] != 5*fanouts {
+		t.Errorf("fan-out arrivals by target = %v, want parley: %d (5 listeners × %d messages)", a, 5*fanouts, fanouts)
+	}
+}
+
+// fanoutArrivals reads the arrivals column of goal 4's table by target.
+func fanoutArrivals(out string) map[string]int {
+	got := map[string]int{}
+	_, table, _ := strings.Cut(out, "## Goal 4:")
+	table, _, _ = strings.Cut(table, "\n\n## ")
+	for _, line := range strings.Split(table, "\n") {
+		cells := strings.Split(strings.Trim(line, "| "), " | ")
+		if len(cells) < 10 || strings.HasPrefix(cells[0], "target") || strings.HasPrefix(cells[0], "---") {
+			continue
+		}
+		n, err := strconv.Atoi(cells[len(cells)-1])
+		if err == nil {
+			got[cells[0]] = n
+		}
+	}
+	return got
 }
 
 // TestBenchBotkit runs the closed loop briefly with Botkit's echo bot
