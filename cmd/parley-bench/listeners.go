@@ -16,6 +16,7 @@ type listenResult struct {
 	goBefore, goAfter goMem // the Go runtime's view (/metrics)
 	fanout            []time.Duration
 	missing           int
+	opening           time.Duration // to open the n streams, one after the other
 }
 
 // fanouts is how many messages are fanned out to the idle listeners, one
@@ -43,6 +44,7 @@ func idleListeners(p *parleyTarget, n int) (listenResult, error) {
 		round   string      // its text
 		wg      sync.WaitGroup
 	)
+	opened := time.Now()
 	for range n {
 		body, err := openStream(ctx, p.chat.base, c)
 		if err != nil {
@@ -70,6 +72,7 @@ func idleListeners(p *parleyTarget, n int) (listenResult, error) {
 			}
 		}()
 	}
+	res.opening = time.Since(opened)
 	time.Sleep(2 * time.Second) // idle
 	res.after, res.goAfter = rssKB(p.pid()), readGoMem(p.url)
 	for i := range fanouts {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -62,13 +63,17 @@ func fanoutArrivals(out string) map[string]int {
 	got := map[string]int{}
 	_, table, _ := strings.Cut(out, "## Goal 4:")
 	table, _, _ = strings.Cut(table, "\n\n## ")
+	col := -1
 	for _, line := range strings.Split(table, "\n") {
 		cells := strings.Split(strings.Trim(line, "| "), " | ")
-		if len(cells) < 10 || strings.HasPrefix(cells[0], "target") || strings.HasPrefix(cells[0], "---") {
+		if cells[0] == "target" {
+			col = slices.Index(cells, "arrivals")
 			continue
 		}
-		n, err := strconv.Atoi(cells[len(cells)-1])
-		if err == nil {
+		if col < 0 || len(cells) <= col {
+			continue
+		}
+		if n, err := strconv.Atoi(cells[col]); err == nil {
 			got[cells[0]] = n
 		}
 	}

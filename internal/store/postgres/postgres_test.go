@@ -106,6 +106,10 @@ func BenchmarkTurnStart(b *testing.B) { storetest.BenchTurnStart(b, testdb.Postg
 // 32 writers (storetest.BenchCommit).
 func BenchmarkCommit(b *testing.B) { storetest.BenchCommit(b, testdb.Postgres(b)) }
 
+func BenchmarkListMessages(b *testing.B) { storetest.BenchListMessages(b, testdb.Postgres(b)) }
+
+func BenchmarkSignalsAfter(b *testing.B) { storetest.BenchSignalsAfter(b, testdb.Postgres(b)) }
+
 // TestTransient checks which real errors of PostgreSQL count as the
 // database being unavailable for now (store.Store.Transient): a refused
 // connection and a server out of connections do; a bad statement, a

@@ -19,7 +19,7 @@ import (
 )
 
 // Dialect is SQLite's sqlstore dialect.
-var Dialect = sqlstore.Dialect{Name: "sqlite", Classify: classify, Transient: transient, CacheStatements: true}
+var Dialect = sqlstore.Dialect{Name: "sqlite", Classify: classify, Transient: transient, CacheStatements: true, LiteralLimits: true}
 
 // Open opens (creating if needed) the database file at path and migrates it.
 //

@@ -101,6 +101,10 @@ func BenchmarkTurnStart(b *testing.B) { storetest.BenchTurnStart(b, testdb.SQLit
 // 32 writers (storetest.BenchCommit).
 func BenchmarkCommit(b *testing.B) { storetest.BenchCommit(b, testdb.SQLite(b)) }
 
+func BenchmarkListMessages(b *testing.B) { storetest.BenchListMessages(b, testdb.SQLite(b)) }
+
+func BenchmarkSignalsAfter(b *testing.B) { storetest.BenchSignalsAfter(b, testdb.SQLite(b)) }
+
 // TestBackgroundCheckpoint checks that group-committed writes reach the
 // database file without anyone asking for a checkpoint, well below
 // SQLite's own threshold: the pages are in the WAL at commit, and the

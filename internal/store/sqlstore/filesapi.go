@@ -20,8 +20,8 @@ func (r files) FileByKey(ctx context.Context, botID, key string) (*model.File, e
 }
 
 func (r files) FilesToIndex(ctx context.Context, limit int) ([]*model.File, error) {
-	return all(ctx, r.s, "file", scanFile, `SELECT `+fileCols+` FROM files WHERE status = ? ORDER BY updated_at, id LIMIT ?`,
-		model.FileIndexingPending, limit)
+	return upTo(ctx, r.s, "file", limit, scanFile, `SELECT `+fileCols+` FROM files WHERE status = ? ORDER BY updated_at, id`,
+		model.FileIndexingPending)
 }
 
 func (r files) sqlite() bool { return r.s.e.d.Name == "sqlite" }
@@ -71,8 +71,8 @@ func scanPassage(sc scanner) (*model.Passage, error) {
 }
 
 func (r files) ListPassages(ctx context.Context, botID, fileID string, after, limit int) ([]*model.Passage, error) {
-	return all(ctx, r.s, "passage", scanPassage, `SELECT `+passageCols+`, embedding FROM file_passages
-		WHERE bot_id = ? AND file_id = ? AND position > ? ORDER BY position LIMIT ?`, botID, fileID, after, limit)
+	return upTo(ctx, r.s, "passage", limit, scanPassage, `SELECT `+passageCols+`, embedding FROM file_passages
+		WHERE bot_id = ? AND file_id = ? AND position > ? ORDER BY position`, botID, fileID, after)
 }
 
 func (r files) EmbeddedPassages(ctx context.Context, botID string) ([]*model.Passage, error) {

@@ -216,12 +216,12 @@ func (r integrations) SetDeliveredSeq(ctx context.Context, botID, conversationID
 }
 
 func (r integrations) Undelivered(ctx context.Context, limit int) ([]model.ConversationRef, error) {
-	return all(ctx, r.s, "deliveries", func(sc scanner) (model.ConversationRef, error) {
+	return upTo(ctx, r.s, "deliveries", limit, func(sc scanner) (model.ConversationRef, error) {
 		var ref model.ConversationRef
 		return ref, sc.Scan(&ref.BotID, &ref.ConversationID)
 	}, `SELECT c.bot_id, c.id FROM conversations c
 		JOIN bot_integrations bi ON bi.bot_id = c.bot_id AND bi.name = c.integration AND bi.integration_id <> ''
 		LEFT JOIN integration_deliveries d ON d.bot_id = c.bot_id AND d.conversation_id = c.id
 		WHERE c.last_seq > COALESCE(d.delivered_seq, 0)
-		ORDER BY c.bot_id, c.id `+limitLiteral(limit))
+		ORDER BY c.bot_id, c.id`)
 }

@@ -4,9 +4,11 @@ package sqlstore
 
 import (
 	"context"
+	"database/sql"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"math/bits"
 	"strconv"
 	"strings"
 	"time"
@@ -91,13 +93,38 @@ func nullStr(s string) any {
 	return s
 }
 
-// limitLiteral is "LIMIT n" written into the query, for queries that join
-// tables and run often with a limit the code chooses (not the caller's
-// page size): SQLite's planner reads a bound LIMIT when the query joins,
-// so it re-prepares such a statement at every run (parsing the
-// dispatcher's turn read took 15 % of the CPU under overload); with the
-// limit in the text, the statement stays prepared (one per limit used).
-func limitLiteral(n int) string { return "LIMIT " + strconv.Itoa(n) }
+// Limits. SQLite's planner reads the value bound to a LIMIT (to plan the
+// query's sort), which makes the prepared statement depend on it: every
+// run binds it again, which expires the statement, so a query with
+// "LIMIT ?" is parsed again at every run (a stream's read of the signal
+// log spent 2/3 of its time so, and the dispatcher's turn read took 15 %
+// of the CPU under overload). On such an engine (Dialect.LiteralLimits)
+// the limit is written into the query, rounded up to a power of two so
+// that a query has a few prepared forms rather than one per limit, and
+// the scan stops at the limit. Other engines bind it.
+
+// limitClause is the LIMIT of a query that needs at most n rows (n ≥ 1),
+// and its argument when it is bound.
+func (s *Store) limitClause(n int) (string, []any) {
+	if !s.e.d.LiteralLimits {
+		return "LIMIT ?", []any{n}
+	}
+	return "LIMIT " + strconv.Itoa(1<<bits.Len(uint(n-1))), nil
+}
+
+// upTo runs q with a LIMIT of n appended (args are q's own) and scans at
+// most n rows; n ≤ 0 reads none, as LIMIT 0 would.
+func upTo[T any](ctx context.Context, s *Store, what string, n int, scan func(scanner) (T, error), q string, args ...any) ([]T, error) {
+	if n <= 0 {
+		return nil, nil
+	}
+	clause, arg := s.limitClause(n)
+	rows, err := s.query(ctx, q+" "+clause, append(args[:len(args):len(args)], arg...)...)
+	if err != nil {
+		return nil, s.fail(err, what)
+	}
+	return collect(rows, s, what, n, scan)
+}
 
 // Pagination: keyset on (timestamp, id), the token is base64url JSON of
 // the last row's key.
@@ -175,23 +202,10 @@ func list[T any](ctx context.Context, s *Store, p store.Page, ls listSpec, what 
 	if len(where) > 0 {
 		q += " WHERE " + strings.Join(where, " AND ")
 	}
-	q += fmt.Sprintf(" ORDER BY %s %s, %s %s LIMIT ?", ls.tcol, dir, ls.idcol, dir)
-	args = append(args[:len(args):len(args)], n+1)
-	rows, err := s.query(ctx, q, args...)
+	q += fmt.Sprintf(" ORDER BY %s %s, %s %s", ls.tcol, dir, ls.idcol, dir)
+	out, err := upTo(ctx, s, what, n+1, scan, q, args...)
 	if err != nil {
-		return nil, "", s.fail(err, what)
-	}
-	defer rows.Close()
-	out := make([]T, 0, n)
-	for rows.Next() {
-		v, err := scan(rows)
-		if err != nil {
-			return nil, "", err
-		}
-		out = append(out, v)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, "", s.fail(err, what)
+		return nil, "", err
 	}
 	next := ""
 	if len(out) > n {
@@ -208,9 +222,14 @@ func all[T any](ctx context.Context, s *Store, what string, scan func(scanner) (
 	if err != nil {
 		return nil, s.fail(err, what)
 	}
+	return collect(rows, s, what, -1, scan)
+}
+
+// collect scans rows, at most n of them when n ≥ 0, and closes them.
+func collect[T any](rows *sql.Rows, s *Store, what string, n int, scan func(scanner) (T, error)) ([]T, error) {
 	defer rows.Close()
 	var out []T
-	for rows.Next() {
+	for (n < 0 || len(out) < n) && rows.Next() {
 		v, err := scan(rows)
 		if err != nil {
 			return nil, err

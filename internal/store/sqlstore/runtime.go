@@ -281,10 +281,10 @@ func (r chat) TagValues(ctx context.Context, botID, kind, key string, p store.Pa
 		after = c.ID
 	}
 	n := pageSize(p)
-	vals, err := all(ctx, r.s, "tags", func(sc scanner) (string, error) {
+	vals, err := upTo(ctx, r.s, "tags", n+1, func(sc scanner) (string, error) {
 		var v string
 		return v, sc.Scan(&v)
-	}, `SELECT DISTINCT value FROM `+tt.name+` WHERE bot_id = ? AND key = ? AND value > ? ORDER BY value LIMIT ?`, botID, key, after, n+1)
+	}, `SELECT DISTINCT value FROM `+tt.name+` WHERE bot_id = ? AND key = ? AND value > ? ORDER BY value`, botID, key, after)
 	if err != nil {
 		return nil, "", err
 	}
@@ -300,6 +300,6 @@ func (r chat) DueEvents(ctx context.Context, now time.Time, limit int) ([]*model
 	if limit <= 0 {
 		limit = maxPageSize
 	}
-	return all(ctx, r.s, "events", scanEvent, `SELECT `+eventCols+` FROM events
-		WHERE due_at > 0 AND due_at <= ? AND status = ? ORDER BY due_at, id LIMIT ?`, ms(now), model.EventScheduled, limit)
+	return upTo(ctx, r.s, "events", limit, scanEvent, `SELECT `+eventCols+` FROM events
+		WHERE due_at > 0 AND due_at <= ? AND status = ? ORDER BY due_at, id`, ms(now), model.EventScheduled)
 }

@@ -99,8 +99,8 @@ func (r runtimeStates) Expired(ctx context.Context, now time.Time, limit int) ([
 	if limit <= 0 {
 		limit = maxPageSize
 	}
-	return all(ctx, r.s, "states", scanState, `SELECT `+stateCols+` FROM runtime_states
-		WHERE expires_at > 0 AND expires_at <= ? ORDER BY expires_at LIMIT ?`, ms(now), limit)
+	return upTo(ctx, r.s, "states", limit, scanState, `SELECT `+stateCols+` FROM runtime_states
+		WHERE expires_at > 0 AND expires_at <= ? ORDER BY expires_at`, ms(now))
 }
 
 // ---- workflows

@@ -147,7 +147,7 @@ func (r signals) SignalsAfter(ctx context.Context, botID, conversationID string,
 	if limit <= 0 {
 		limit = maxPageSize
 	}
-	return all(ctx, r.s, "signals", func(sc scanner) (*model.Signal, error) {
+	return upTo(ctx, r.s, "signals", limit, func(sc scanner) (*model.Signal, error) {
 		var sg model.Signal
 		var data string
 		var c int64
@@ -157,7 +157,7 @@ func (r signals) SignalsAfter(ctx context.Context, botID, conversationID string,
 		sg.Data, sg.CreatedAt = json.RawMessage(data), fromMS(c)
 		return &sg, nil
 	}, `SELECT bot_id, conversation_id, seq, type, data, created_at FROM signals
-		WHERE bot_id = ? AND conversation_id = ? AND seq > ? ORDER BY seq LIMIT ?`, botID, conversationID, after, limit)
+		WHERE bot_id = ? AND conversation_id = ? AND seq > ? ORDER BY seq`, botID, conversationID, after)
 }
 
 // ---- turns
@@ -185,7 +185,7 @@ func (r signals) PendingTurns(ctx context.Context, botID, conversationID string,
 	if limit <= 0 {
 		limit = maxPageSize
 	}
-	return all(ctx, r.s, "turns", func(sc scanner) (*model.Turn, error) {
+	return upTo(ctx, r.s, "turns", limit, func(sc scanner) (*model.Turn, error) {
 		var t model.Turn
 		var c int64
 		if err := sc.Scan(&t.BotID, &t.ConversationID, &t.Seq, &t.Kind, &t.RefID, &t.UserID, &t.Attempts, &c); err != nil {
@@ -194,7 +194,7 @@ func (r signals) PendingTurns(ctx context.Context, botID, conversationID string,
 		t.CreatedAt = fromMS(c)
 		return &t, nil
 	}, `SELECT bot_id, conversation_id, seq, kind, ref_id, user_id, attempts, created_at FROM turns
-		WHERE bot_id = ? AND conversation_id = ? ORDER BY seq LIMIT ?`, botID, conversationID, limit)
+		WHERE bot_id = ? AND conversation_id = ? ORDER BY seq`, botID, conversationID)
 }
 
 // PendingTurnInputs joins each pending turn with its message or event
@@ -203,7 +203,7 @@ func (r signals) PendingTurnInputs(ctx context.Context, botID, conversationID st
 	if limit <= 0 {
 		limit = maxPageSize
 	}
-	return all(ctx, r.s, "turns", func(sc scanner) (store.PendingTurn, error) {
+	return upTo(ctx, r.s, "turns", limit, func(sc scanner) (store.PendingTurn, error) {
 		var t model.Turn
 		var c int64
 		var mID, mConv, mUser, mPayload, mMeta, mTags, mDir sql.NullString
@@ -248,7 +248,7 @@ func (r signals) PendingTurnInputs(ctx context.Context, botID, conversationID st
 		LEFT JOIN events e ON t.kind = ? AND e.bot_id = t.bot_id AND e.id = t.ref_id
 		LEFT JOIN handoffs h ON h.bot_id = t.bot_id AND h.conversation_id = t.conversation_id
 		`+turnStartJoins+`
-		WHERE t.bot_id = ? AND t.conversation_id = ? ORDER BY t.seq `+limitLiteral(limit),
+		WHERE t.bot_id = ? AND t.conversation_id = ? ORDER BY t.seq`,
 		store.ScopeUser, store.ScopeConversation, store.ScopeBot, model.TurnMessage, model.TurnEvent, botID, conversationID)
 }
 
@@ -264,8 +264,8 @@ func (r signals) PendingConversations(ctx context.Context, limit int) ([]model.C
 	if limit <= 0 {
 		limit = maxPageSize
 	}
-	return all(ctx, r.s, "turns", scanPendingConversation, `SELECT bot_id, conversation_id, MIN(created_at) AS oldest FROM turns
-		GROUP BY bot_id, conversation_id ORDER BY oldest, bot_id, conversation_id LIMIT ?`, limit)
+	return upTo(ctx, r.s, "turns", limit, scanPendingConversation, `SELECT bot_id, conversation_id, MIN(created_at) AS oldest FROM turns
+		GROUP BY bot_id, conversation_id ORDER BY oldest, bot_id, conversation_id`)
 }
 
 // UnleasedPendingConversations joins the pending turns with their
@@ -274,10 +274,10 @@ func (r signals) UnleasedPendingConversations(ctx context.Context, leasePrefix s
 	if limit <= 0 {
 		limit = maxPageSize
 	}
-	return all(ctx, r.s, "turns", scanPendingConversation, `SELECT t.bot_id, t.conversation_id, MIN(t.created_at) AS oldest FROM turns t
+	return upTo(ctx, r.s, "turns", limit, scanPendingConversation, `SELECT t.bot_id, t.conversation_id, MIN(t.created_at) AS oldest FROM turns t
 		LEFT JOIN leases l ON l.name = CAST(? AS TEXT) || t.bot_id || ':' || t.conversation_id
 		WHERE l.name IS NULL OR l.expires_at <= ?
-		GROUP BY t.bot_id, t.conversation_id ORDER BY oldest, t.bot_id, t.conversation_id `+limitLiteral(limit),
+		GROUP BY t.bot_id, t.conversation_id ORDER BY oldest, t.bot_id, t.conversation_id`,
 		leasePrefix, time.Now().UnixMilli())
 }
 

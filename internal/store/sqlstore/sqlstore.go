@@ -50,6 +50,10 @@ type Dialect struct {
 	// queries are parsed once per connection. For drivers without a
 	// statement cache of their own (SQLite; pgx caches already).
 	CacheStatements bool
+	// LiteralLimits writes a query's LIMIT into its text instead of
+	// binding it (limitClause): SQLite parses a statement with a bound
+	// LIMIT again at every run.
+	LiteralLimits bool
 	// CTEWrites says data-modifying statements may appear in WITH (one
 	// round trip for several writes); PostgreSQL has them, SQLite not.
 	CTEWrites bool

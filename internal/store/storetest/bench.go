@@ -135,3 +135,43 @@ func BenchCommit(b *testing.B, db store.DB) {
 		}
 	})
 }
+
+// BenchListMessages measures a page of a conversation's latest messages
+// (Chat API listMessages, the webchat's history), 20 of 60.
+func BenchListMessages(b *testing.B, db store.DB) {
+	ctx, bot, must := benchBot(b, db)
+	chat := db.Chat()
+	must(chat.CreateUser(ctx, &model.ChatUser{BotID: bot.ID, ID: "u", Name: "user"}))
+	must(chat.CreateConversation(ctx, &model.Conversation{BotID: bot.ID, ID: "c", OwnerID: "u", CreatedAt: at(0)}))
+	for i := range 60 {
+		must(chat.CreateMessage(ctx, &model.Message{BotID: bot.ID, ConversationID: "c", UserID: "u",
+			Payload: json.RawMessage(`{"type":"text","text":"hi"}`), Direction: model.DirectionIncoming, CreatedAt: at(1 + i)}))
+	}
+	b.ResetTimer()
+	for b.Loop() {
+		got, next, err := chat.ListMessages(ctx, bot.ID, "c", store.Page{})
+		if err != nil || len(got) != 20 || next == "" {
+			b.Fatalf("ListMessages = %d messages, next %q, %v", len(got), next, err)
+		}
+	}
+}
+
+// BenchSignalsAfter measures a stream's read of the signal log from a
+// cursor (a listener's start and catch-up): 10 of a conversation's 60.
+func BenchSignalsAfter(b *testing.B, db store.DB) {
+	ctx, bot, must := benchBot(b, db)
+	chat := db.Chat()
+	must(chat.CreateUser(ctx, &model.ChatUser{BotID: bot.ID, ID: "u", Name: "user"}))
+	must(chat.CreateConversation(ctx, &model.Conversation{BotID: bot.ID, ID: "c", OwnerID: "u", CreatedAt: at(0)}))
+	for range 60 {
+		must(db.Signals().AppendSignal(ctx, &model.Signal{BotID: bot.ID, ConversationID: "c", Type: "message_created",
+			Data: json.RawMessage(`{"id":"m","text":"hi"}`)}))
+	}
+	b.ResetTimer()
+	for b.Loop() {
+		got, err := db.Signals().SignalsAfter(ctx, bot.ID, "c", 50, 256)
+		if err != nil || len(got) != 10 {
+			b.Fatalf("SignalsAfter = %d signals, %v", len(got), err)
+		}
+	}
+}

@@ -338,3 +338,30 @@ func testTurnInputs(t *testing.T, db store.DB) {
 	ok(t, err)
 	eq(t, "none", len(got), 0)
 }
+
+// testLimits: a read with a limit returns exactly that many rows, in
+// order, whatever the limit (an engine may write it into the query
+// rounded up, and must stop the scan there).
+func testLimits(t *testing.T, db store.DB) {
+	ctx := t.Context()
+	f := setup(t, db)
+	r := db.Signals()
+	newConv(t, db, f.bot.ID, "a", "", 0)
+	for i := 1; i <= 10; i++ {
+		ok(t, r.AppendSignal(ctx, &model.Signal{BotID: f.bot.ID, ConversationID: "a", Type: model.SignalMessageCreated, CreatedAt: at(i)}))
+	}
+	for limit := 1; limit <= 12; limit++ {
+		for _, after := range []int64{0, 4} {
+			got, err := r.SignalsAfter(ctx, f.bot.ID, "a", after, limit)
+			ok(t, err)
+			var seqs, want []int64
+			for _, sg := range got {
+				seqs = append(seqs, sg.Seq)
+			}
+			for seq := after + 1; seq <= 10 && len(want) < limit; seq++ {
+				want = append(want, seq)
+			}
+			eq(t, fmt.Sprintf("SignalsAfter(%d, limit %d)", after, limit), fmt.Sprint(seqs), fmt.Sprint(want))
+		}
+	}
+}

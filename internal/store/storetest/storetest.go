@@ -45,6 +45,7 @@ func Run(t *testing.T, open func(t *testing.T) store.DB) {
 		{"Events", testEvents},
 		{"Signals", testSignals},
 		{"SignalsConcurrent", testSignalsConcurrent},
+		{"Limits", testLimits},
 		{"SignalTurn", testSignalTurn},
 		{"Turns", testTurns},
 		{"TurnInputs", testTurnInputs},
