@@ -103,11 +103,15 @@ func nullStr(s string) any {
 // that a query has a few prepared forms rather than one per limit, and
 // the scan stops at the limit. Other engines bind it.
 
-// limitClause is the LIMIT of a query that needs at most n rows (n ≥ 1),
-// and its argument when it is bound.
+// limitClause is the LIMIT of a query that needs at most n rows, and its
+// argument when it is bound; n ≤ 0 is LIMIT 0.
 func (s *Store) limitClause(n int) (string, []any) {
+	n = max(n, 0)
 	if !s.e.d.LiteralLimits {
 		return "LIMIT ?", []any{n}
+	}
+	if n == 0 {
+		return "LIMIT 0", nil
 	}
 	return "LIMIT " + strconv.Itoa(1<<bits.Len(uint(n-1))), nil
 }

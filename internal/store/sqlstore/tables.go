@@ -225,8 +225,13 @@ func (r tablesStore) FindRows(ctx context.Context, tableID string, q *model.Tabl
 		}
 		order = c.expr(*q.OrderBy) + " " + dir + ", id ASC"
 	}
-	c.args = append(c.args, q.Limit, q.Offset)
-	return all(ctx, r.s, "table rows", scanRow, `SELECT `+rowCols+` FROM table_rows WHERE `+where+` ORDER BY `+order+` LIMIT ? OFFSET ?`, c.args...)
+	limit, arg := r.s.limitClause(q.Limit)
+	c.args = append(append(c.args, arg...), q.Offset)
+	rows, err := r.s.query(ctx, `SELECT `+rowCols+` FROM table_rows WHERE `+where+` ORDER BY `+order+` `+limit+` OFFSET ?`, c.args...)
+	if err != nil {
+		return nil, r.s.fail(err, "table rows")
+	}
+	return collect(rows, r.s, "table rows", max(q.Limit, 0), scanRow)
 }
 
 func (r tablesStore) GroupRows(ctx context.Context, tableID string, q *model.TableQuery) ([]map[string]any, error) {
@@ -256,15 +261,16 @@ func (r tablesStore) GroupRows(ctx context.Context, tableID string, q *model.Tab
 	if len(keys) > 0 {
 		query += " GROUP BY " + strings.Join(keys, ", ") + " ORDER BY " + strings.Join(keys, ", ")
 	}
-	query += " LIMIT ? OFFSET ?"
-	c.args = append(c.args, q.Limit, q.Offset)
+	limit, arg := r.s.limitClause(q.Limit)
+	query += " " + limit + " OFFSET ?"
+	c.args = append(append(c.args, arg...), q.Offset)
 	rows, err := r.s.query(ctx, query, c.args...)
 	if err != nil {
 		return nil, r.s.fail(err, "table rows")
 	}
 	defer rows.Close()
 	var out []map[string]any
-	for rows.Next() {
+	for len(out) < q.Limit && rows.Next() {
 		vals := make([]any, len(q.Group))
 		ptrs := make([]any, len(vals))
 		for i := range vals {

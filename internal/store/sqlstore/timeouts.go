@@ -29,23 +29,14 @@ func (r dialogTimeouts) Due(ctx context.Context, now time.Time, limit int) ([]*s
 	if limit <= 0 {
 		limit = 100
 	}
-	rows, err := r.s.query(ctx, `SELECT bot_id, conversation_id, user_id, due_at FROM dialog_timeouts
-		WHERE due_at <= ? ORDER BY due_at, bot_id, conversation_id LIMIT ?`, ms(now), limit)
-	if err != nil {
-		return nil, r.s.fail(err, "dialog timeout")
-	}
-	defer rows.Close()
-	var out []*store.DialogTimeout
-	for rows.Next() {
+	return upTo(ctx, r.s, "dialog timeout", limit, func(sc scanner) (*store.DialogTimeout, error) {
 		var t store.DialogTimeout
 		var due int64
-		if err := rows.Scan(&t.BotID, &t.ConversationID, &t.UserID, &due); err != nil {
-			return nil, r.s.fail(err, "dialog timeout")
-		}
+		err := sc.Scan(&t.BotID, &t.ConversationID, &t.UserID, &due)
 		t.DueAt = fromMS(due)
-		out = append(out, &t)
-	}
-	return out, r.s.fail(rows.Err(), "dialog timeout")
+		return &t, err
+	}, `SELECT bot_id, conversation_id, user_id, due_at FROM dialog_timeouts
+		WHERE due_at <= ? ORDER BY due_at, bot_id, conversation_id`, ms(now))
 }
 
 func (r dialogTimeouts) Claim(ctx context.Context, botID, conversationID string, dueAt time.Time) (bool, error) {

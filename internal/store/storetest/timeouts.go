@@ -48,6 +48,7 @@ func testDialogTimeouts(t *testing.T, db store.DB) {
 	set(f.bot.ID, "c3", "u4", 100)
 	eq(t, "due at 30, earliest first", timeoutKeys(due(30, 10)), []string{f.bot.ID + "/c2", other.ID + "/c1", f.bot.ID + "/c1"})
 	eq(t, "limit", timeoutKeys(due(30, 2)), []string{f.bot.ID + "/c2", other.ID + "/c1"})
+	eq(t, "limit 3 of 4", timeoutKeys(due(100, 3)), []string{f.bot.ID + "/c2", other.ID + "/c1", f.bot.ID + "/c1"})
 	eq(t, "not yet due", timeoutKeys(due(9, 10)), []string{})
 	got := due(10, 10)
 	eq(t, "fields", *got[0], store.DialogTimeout{BotID: f.bot.ID, ConversationID: "c2", UserID: "u2", DueAt: at(10)})
