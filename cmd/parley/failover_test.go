@@ -84,7 +84,12 @@ func newFailoverRig(t *testing.T, bin string, env ...string) *failoverRig {
 				t.Logf("node %d, last log lines (requests left out):\n%s", i, strings.Join(l[max(0, len(l)-40):], "\n"))
 			}
 			if len(f.failures) > 0 {
-				t.Logf("failed:\n%s", strings.Join(f.failures, "\n"))
+				// First lines only: a failure may carry a node's whole log.
+				first := make([]string, len(f.failures))
+				for i, msg := range f.failures {
+					first[i], _, _ = strings.Cut(msg, "\n")
+				}
+				t.Logf("failed:\n%s", strings.Join(first, "\n"))
 			}
 		}
 	})
