@@ -105,9 +105,9 @@ func nullStr(s string) any {
 
 // limitClause is the LIMIT of a query that needs at most n rows, and its
 // argument when it is bound; n ≤ 0 is LIMIT 0.
-func (s *Store) limitClause(n int) (string, []any) {
+func (e *engine) limitClause(n int) (string, []any) {
 	n = max(n, 0)
-	if !s.e.d.LiteralLimits {
+	if !e.d.LiteralLimits {
 		return "LIMIT ?", []any{n}
 	}
 	if n == 0 {
@@ -122,7 +122,7 @@ func upTo[T any](ctx context.Context, s *Store, what string, n int, scan func(sc
 	if n <= 0 {
 		return nil, nil
 	}
-	clause, arg := s.limitClause(n)
+	clause, arg := s.e.limitClause(n)
 	rows, err := s.query(ctx, q+" "+clause, append(args[:len(args):len(args)], arg...)...)
 	if err != nil {
 		return nil, s.fail(err, what)

@@ -225,7 +225,7 @@ func (r tablesStore) FindRows(ctx context.Context, tableID string, q *model.Tabl
 		}
 		order = c.expr(*q.OrderBy) + " " + dir + ", id ASC"
 	}
-	limit, arg := r.s.limitClause(q.Limit)
+	limit, arg := r.s.e.limitClause(q.Limit)
 	c.args = append(append(c.args, arg...), q.Offset)
 	rows, err := r.s.query(ctx, `SELECT `+rowCols+` FROM table_rows WHERE `+where+` ORDER BY `+order+` `+limit+` OFFSET ?`, c.args...)
 	if err != nil {
@@ -261,7 +261,7 @@ func (r tablesStore) GroupRows(ctx context.Context, tableID string, q *model.Tab
 	if len(keys) > 0 {
 		query += " GROUP BY " + strings.Join(keys, ", ") + " ORDER BY " + strings.Join(keys, ", ")
 	}
-	limit, arg := r.s.limitClause(q.Limit)
+	limit, arg := r.s.e.limitClause(q.Limit)
 	query += " " + limit + " OFFSET ?"
 	c.args = append(append(c.args, arg...), q.Offset)
 	rows, err := r.s.query(ctx, query, c.args...)

@@ -18,8 +18,7 @@ import (
 func BenchTurnRead(b *testing.B, db store.DB) {
 	ctx, bot, must := benchBot(b, db)
 	chat := db.Chat()
-	must(chat.CreateUser(ctx, &model.ChatUser{BotID: bot.ID, ID: "u", Name: "user"}))
-	must(chat.CreateConversation(ctx, &model.Conversation{BotID: bot.ID, ID: "c", OwnerID: "u", CreatedAt: at(0)}))
+	benchConversation(ctx, db, bot, must)
 	m := &model.Message{BotID: bot.ID, ConversationID: "c", UserID: "u", Payload: json.RawMessage(`{"type":"text","text":"hi"}`),
 		Direction: model.DirectionIncoming, CreatedAt: at(1)}
 	must(chat.CreateMessage(ctx, m))
@@ -74,6 +73,12 @@ func benchBot(b *testing.B, db store.DB) (context.Context, *model.Bot, func(erro
 	bot := &model.Bot{WorkspaceID: w.ID, Name: "bench", Type: model.DefaultBotType, CreatedAt: at(0), UpdatedAt: at(0)}
 	must(db.Bots().Create(ctx, bot))
 	return ctx, bot, must
+}
+
+// benchConversation creates the user "u" and its conversation "c".
+func benchConversation(ctx context.Context, db store.DB, bot *model.Bot, must func(error)) {
+	must(db.Chat().CreateUser(ctx, &model.ChatUser{BotID: bot.ID, ID: "u", Name: "user"}))
+	must(db.Chat().CreateConversation(ctx, &model.Conversation{BotID: bot.ID, ID: "c", OwnerID: "u", CreatedAt: at(0)}))
 }
 
 // BenchCommit measures the chat pipeline's writes through the engine's
@@ -141,8 +146,7 @@ func BenchCommit(b *testing.B, db store.DB) {
 func BenchListMessages(b *testing.B, db store.DB) {
 	ctx, bot, must := benchBot(b, db)
 	chat := db.Chat()
-	must(chat.CreateUser(ctx, &model.ChatUser{BotID: bot.ID, ID: "u", Name: "user"}))
-	must(chat.CreateConversation(ctx, &model.Conversation{BotID: bot.ID, ID: "c", OwnerID: "u", CreatedAt: at(0)}))
+	benchConversation(ctx, db, bot, must)
 	for i := range 60 {
 		must(chat.CreateMessage(ctx, &model.Message{BotID: bot.ID, ConversationID: "c", UserID: "u",
 			Payload: json.RawMessage(`{"type":"text","text":"hi"}`), Direction: model.DirectionIncoming, CreatedAt: at(1 + i)}))
@@ -160,9 +164,7 @@ func BenchListMessages(b *testing.B, db store.DB) {
 // cursor (a listener's start and catch-up): 10 of a conversation's 60.
 func BenchSignalsAfter(b *testing.B, db store.DB) {
 	ctx, bot, must := benchBot(b, db)
-	chat := db.Chat()
-	must(chat.CreateUser(ctx, &model.ChatUser{BotID: bot.ID, ID: "u", Name: "user"}))
-	must(chat.CreateConversation(ctx, &model.Conversation{BotID: bot.ID, ID: "c", OwnerID: "u", CreatedAt: at(0)}))
+	benchConversation(ctx, db, bot, must)
 	for range 60 {
 		must(db.Signals().AppendSignal(ctx, &model.Signal{BotID: bot.ID, ConversationID: "c", Type: "message_created",
 			Data: json.RawMessage(`{"id":"m","text":"hi"}`)}))
