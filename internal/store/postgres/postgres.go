@@ -55,10 +55,12 @@ func Open(ctx context.Context, url string, maxConns ...int) (store.DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("postgres: %w", err)
 	}
-	return openConfig(ctx, cfg, maxConns...)
+	return openConfig(ctx, cfg, sqlstore.LatestVersion(), maxConns...)
 }
 
-func openConfig(ctx context.Context, cfg *pgx.ConnConfig, maxConns ...int) (store.DB, error) {
+// openConfig opens the store with the schema migrated up to version (the
+// latest, but for upgrade tests).
+func openConfig(ctx context.Context, cfg *pgx.ConnConfig, version int, maxConns ...int) (store.DB, error) {
 	if _, set := cfg.RuntimeParams["idle_in_transaction_session_timeout"]; !set {
 		cfg.RuntimeParams["idle_in_transaction_session_timeout"] = strconv.Itoa(int(IdleInTransactionTimeout.Milliseconds()))
 	}
@@ -76,7 +78,7 @@ func openConfig(ctx context.Context, cfg *pgx.ConnConfig, maxConns ...int) (stor
 		return nil, fmt.Errorf("postgres: connect: %w", err)
 	}
 	s := sqlstore.New(db, Dialect)
-	if err := s.Migrate(ctx); err != nil {
+	if err := s.MigrateTo(ctx, version); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("postgres: migrate: %w", err)
 	}

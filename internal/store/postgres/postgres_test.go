@@ -24,6 +24,20 @@ func TestStore(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) store.DB { return testdb.Postgres(t) })
 }
 
+func TestUpgradeTurnTables(t *testing.T) {
+	u := testdb.PostgresURL(t)
+	storetest.UpgradeTurnTables(t, func(version int) store.DB {
+		if version == 0 {
+			version = sqlstore.LatestVersion()
+		}
+		db, err := postgres.OpenAt(t.Context(), u, version)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return db
+	})
+}
+
 // TestConcurrentOpen starts several nodes on one empty schema at once: the
 // advisory lock must let exactly one apply each migration.
 func TestConcurrentOpen(t *testing.T) {

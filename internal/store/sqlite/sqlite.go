@@ -52,6 +52,12 @@ type Options struct {
 
 // OpenWith is Open with Options.
 func OpenWith(ctx context.Context, path string, o Options) (store.DB, error) {
+	return openAt(ctx, path, o, sqlstore.LatestVersion())
+}
+
+// openAt opens the store with the schema migrated up to version (the
+// latest, but for upgrade tests).
+func openAt(ctx context.Context, path string, o Options, version int) (store.DB, error) {
 	if path == "" || path == ":memory:" || strings.Contains(path, "?") {
 		return nil, fmt.Errorf("sqlite: need a plain file path, got %q", path)
 	}
@@ -91,7 +97,7 @@ func OpenWith(ctx context.Context, path string, o Options) (store.DB, error) {
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
 	s := sqlstore.New(db, Dialect)
-	if err := s.Migrate(ctx); err != nil {
+	if err := s.MigrateTo(ctx, version); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("sqlite: migrate: %w", err)
 	}

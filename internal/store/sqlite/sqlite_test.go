@@ -20,6 +20,35 @@ func TestStore(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) store.DB { return testdb.SQLite(t) })
 }
 
+func TestUpgradeTurnTables(t *testing.T) {
+	path := testdb.SQLitePath(t)
+	storetest.UpgradeTurnTables(t, func(version int) store.DB {
+		if version == 0 {
+			version = sqlstore.LatestVersion()
+		}
+		db, err := sqlite.OpenAt(t.Context(), path, version)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return db
+	})
+	// The rebuilt tables are clustered on their keys (one b-tree each).
+	db, err := sqlite.Open(t.Context(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for _, table := range []string{"turns", "turn_runs"} {
+		var ddl string
+		if err := db.(*sqlite.DB).SQL().QueryRowContext(t.Context(), `SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?`, table).Scan(&ddl); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasSuffix(ddl, "WITHOUT ROWID") {
+			t.Errorf("%s is not WITHOUT ROWID: %s", table, ddl)
+		}
+	}
+}
+
 func TestReopen(t *testing.T) {
 	ctx := context.Background()
 	path := testdb.SQLitePath(t)

@@ -72,9 +72,14 @@ const createMigrationsTable = `CREATE TABLE IF NOT EXISTS schema_migrations (
 // takes the dialect's lock first and re-reads the version under it, so
 // processes starting together never apply a step twice. A database newer
 // than this binary is refused.
-func (db *DB) Migrate(ctx context.Context) error {
+func (db *DB) Migrate(ctx context.Context) error { return db.MigrateTo(ctx, len(migrations)) }
+
+// MigrateTo is Migrate up to version (at most LatestVersion): a database
+// at an earlier schema, for the tests of a migration's upgrade.
+func (db *DB) MigrateTo(ctx context.Context, version int) error {
+	version = min(version, len(migrations))
 	for {
-		done, err := db.step(ctx)
+		done, err := db.step(ctx, version)
 		if err != nil {
 			return err
 		}
@@ -84,7 +89,7 @@ func (db *DB) Migrate(ctx context.Context) error {
 	}
 }
 
-func (db *DB) step(ctx context.Context) (done bool, err error) {
+func (db *DB) step(ctx context.Context, target int) (done bool, err error) {
 	raw := &Store{e: db.e, q: db.e.db, nocache: true} // DDL runs once: do not cache it
 	err = raw.tx(ctx, func(s *Store) error {
 		if l := db.e.d.MigrationLock; l != "" {
@@ -102,7 +107,7 @@ func (db *DB) step(ctx context.Context) (done bool, err error) {
 		if v > len(migrations) {
 			return fmt.Errorf("database schema version %d is newer than this binary's %d: upgrade parley", v, len(migrations))
 		}
-		if v == len(migrations) {
+		if v >= target {
 			done = true
 			return nil
 		}

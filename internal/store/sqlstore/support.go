@@ -82,9 +82,12 @@ func (r handoffs) List(ctx context.Context, botID, status string, p store.Page) 
 
 type activity struct{ s *Store }
 
+// RecordTurn records a run once: a completion committed again carries the
+// same run, ran_at included, which the key (bot_id, ran_at,
+// conversation_id, seq; migration 0015) catches.
 func (r activity) RecordTurn(ctx context.Context, t *model.TurnRun) error {
 	_, err := r.s.exec(ctx, `INSERT INTO turn_runs (bot_id, conversation_id, seq, ran_at, duration_ms, failed)
-		VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (bot_id, conversation_id, seq) DO NOTHING`,
+		VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
 		t.BotID, t.ConversationID, t.Seq, ms(t.RanAt), t.Duration.Milliseconds(), t.Failed)
 	return r.s.fail(err, "turn run")
 }
