@@ -49,6 +49,48 @@ func TestUpgradeTurnTables(t *testing.T) {
 	}
 }
 
+// TestUpgradeLeavesOrphansOut: a turn or a run whose conversation or bot
+// is gone (impossible with the foreign keys on, as Parley always opens the
+// file) is left out of migration 0015's copies instead of failing them,
+// and the server's start with them.
+func TestUpgradeLeavesOrphansOut(t *testing.T) {
+	ctx := t.Context()
+	path := testdb.SQLitePath(t)
+	old, err := sqlite.OpenAt(ctx, path, 14)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := old.(*sqlite.DB).SQL().Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{
+		`PRAGMA foreign_keys = OFF`,
+		`INSERT INTO turn_runs (bot_id, conversation_id, seq, ran_at, duration_ms, failed) VALUES ('gone', 'c', 1, 1, 1, FALSE)`,
+		`INSERT INTO turns (bot_id, conversation_id, seq, kind, created_at) VALUES ('gone', 'c', 1, 'message', 1)`,
+	} {
+		if _, err := conn.ExecContext(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	conn.Close()
+	old.Close()
+	db, err := sqlite.Open(ctx, path)
+	if err != nil {
+		t.Fatalf("the upgrade failed on orphan rows: %v", err)
+	}
+	defer db.Close()
+	for _, table := range []string{"turns", "turn_runs"} {
+		var n int
+		if err := db.(*sqlite.DB).SQL().QueryRowContext(ctx, `SELECT COUNT(*) FROM `+table).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n != 0 {
+			t.Errorf("%s has %d rows after the upgrade, want the orphan left out", table, n)
+		}
+	}
+}
+
 func TestReopen(t *testing.T) {
 	ctx := context.Background()
 	path := testdb.SQLitePath(t)

@@ -23,7 +23,9 @@
 --   no gain).
 --
 -- Nothing references these tables, so SQLite rebuilds them inside this
--- migration's transaction, foreign keys on.
+-- migration's transaction, foreign keys on. The copies leave out rows
+-- whose bot or conversation is gone (the keys make them impossible, but
+-- one would fail the copy, and the server's start with it).
 DROP INDEX turns_created;
 DROP INDEX turn_runs_bot_time;
 -- only sqlite
@@ -37,7 +39,8 @@ CREATE TABLE turn_runs_new (
     PRIMARY KEY (bot_id, ran_at, conversation_id, seq)
 ) WITHOUT ROWID;
 INSERT INTO turn_runs_new (bot_id, conversation_id, seq, ran_at, duration_ms, failed)
-    SELECT bot_id, conversation_id, seq, ran_at, duration_ms, failed FROM turn_runs;
+    SELECT bot_id, conversation_id, seq, ran_at, duration_ms, failed FROM turn_runs
+    WHERE bot_id IN (SELECT id FROM bots);
 DROP TABLE turn_runs;
 ALTER TABLE turn_runs_new RENAME TO turn_runs;
 
@@ -54,7 +57,8 @@ CREATE TABLE turns_new (
     FOREIGN KEY (bot_id, conversation_id) REFERENCES conversations (bot_id, id) ON DELETE CASCADE
 ) WITHOUT ROWID;
 INSERT INTO turns_new (bot_id, conversation_id, seq, kind, ref_id, user_id, attempts, created_at)
-    SELECT bot_id, conversation_id, seq, kind, ref_id, user_id, attempts, created_at FROM turns;
+    SELECT bot_id, conversation_id, seq, kind, ref_id, user_id, attempts, created_at FROM turns t
+    WHERE EXISTS (SELECT 1 FROM conversations c WHERE c.bot_id = t.bot_id AND c.id = t.conversation_id);
 DROP TABLE turns;
 ALTER TABLE turns_new RENAME TO turns;
 -- end
