@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -387,4 +388,69 @@ func TestDoorFollowsTheBot(t *testing.T) {
 		}
 		waitUntil(t, "every turn", func() bool { return bot.count() == 4 })
 	})
+}
+
+// takeFailer fails the next Take of its leases once armed, as a Take in
+// flight fails when Stop cancels its context.
+type takeFailer struct {
+	store.DB
+	armed  atomic.Bool
+	failed atomic.Bool
+}
+
+func (f *takeFailer) Leases() store.Leases { return failingLeases{f.DB.Leases(), f} }
+
+type failingLeases struct {
+	store.Leases
+	f *takeFailer
+}
+
+func (l failingLeases) Take(ctx context.Context, name, holder string, ttl time.Duration) (store.Lease, bool, error) {
+	if l.f.armed.CompareAndSwap(true, false) {
+		l.f.failed.Store(true)
+		return store.Lease{}, false, context.Canceled
+	}
+	return l.Leases.Take(ctx, name, holder, ttl)
+}
+
+// TestDispatcherReleasesStaleParkedLease: a parked lease too old to reuse
+// is taken again (a renewal); when that Take fails, the lease is released,
+// not left to run out its TTL while another node waits for it. A turn of
+// 300 ms with an 800 ms TTL parks a lease last renewed at 200 ms; 150 ms
+// after the turn it is stale (older than TTL/4) and still parked (the
+// linger is 300 ms), and it would run until 1 s.
+func TestDispatcherReleasesStaleParkedLease(t *testing.T) {
+	pg := testdb.Postgres(t)
+	db := &takeFailer{DB: pg}
+	ctx := context.Background()
+	bot := newRecordingBot(300 * time.Millisecond)
+	f := newChatFixture(t, db, bot, turns.DispatcherOptions{Leases: true, Node: "a", LeaseTTL: 800 * time.Millisecond})
+	f.dispatcher.Start(ctx)
+	defer f.dispatcher.Stop()
+	conv, _ := f.chat.CreateConversation(ctx, f.caller, nil)
+	name := "turns:" + f.botID + ":" + conv.ID
+	f.post(t, conv.ID, "0")
+	waitUntil(t, "turn 0", func() bool { return bot.count() == 1 })
+	time.Sleep(150 * time.Millisecond)
+	db.armed.Store(true)
+	f.post(t, conv.ID, "1")
+	waitUntil(t, "the failed Take", db.failed.Load)
+	deadline := time.Now().Add(250 * time.Millisecond)
+	for {
+		_, ok, err := pg.Leases().Take(ctx, name, "x", 2*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the stale parked lease was kept after its Take failed")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := pg.Leases().Release(ctx, name, "x"); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "turn 1, run once the lease is free", func() bool { return bot.count() == 2 })
 }

@@ -49,7 +49,16 @@ func (d *Dispatcher) lease(ctx context.Context, cancel context.CancelFunc, ref m
 			if ctx.Err() == nil {
 				d.log.Warn("turns: lease failed", "err", err, "conversation", ref.ConversationID)
 			}
-			d.forgetHeld(ref)
+			// The lease may be this node's all the same: parked, too old
+			// to reuse, until it expires, or taken by a Take whose answer
+			// was lost to ctx (Stop cancels it in the middle of one, the
+			// handover). Released (a no-op if not), another node need not
+			// wait for it to expire.
+			if p != nil || ctx.Err() != nil {
+				d.release(ref)
+			} else {
+				d.forgetHeld(ref)
+			}
 			return nil, nil, true
 		}
 		if !ok {
