@@ -416,9 +416,10 @@ func (l failingLeases) Take(ctx context.Context, name, holder string, ttl time.D
 // TestDispatcherReleasesStaleParkedLease: a parked lease too old to reuse
 // is taken again (a renewal); when that Take fails, the lease is released,
 // not left to run out its TTL while another node waits for it. A turn of
-// 300 ms with an 800 ms TTL parks a lease last renewed at 200 ms; 150 ms
-// after the turn it is stale (older than TTL/4) and still parked (the
-// linger is 300 ms), and it would run until 1 s.
+// 300 ms with an 800 ms TTL parks a lease last renewed at 200 ms (the
+// first quarter TTL): it is stale (older than TTL/4) from 400 ms on and
+// parked until 600 ms (the linger is 300 ms), so the next message comes
+// at 500 ms, 100 ms from either edge; the lease would run until 1 s.
 func TestDispatcherReleasesStaleParkedLease(t *testing.T) {
 	pg := testdb.Postgres(t)
 	db := &takeFailer{DB: pg}
@@ -430,8 +431,8 @@ func TestDispatcherReleasesStaleParkedLease(t *testing.T) {
 	conv, _ := f.chat.CreateConversation(ctx, f.caller, nil)
 	name := "turns:" + f.botID + ":" + conv.ID
 	f.post(t, conv.ID, "0")
-	waitUntil(t, "turn 0", func() bool { return bot.count() == 1 })
-	time.Sleep(150 * time.Millisecond)
+	waitUntil(t, "turn 0", func() bool { return bot.count() == 1 }) // at 300 ms
+	time.Sleep(200 * time.Millisecond)
 	db.armed.Store(true)
 	f.post(t, conv.ID, "1")
 	waitUntil(t, "the failed Take", db.failed.Load)
