@@ -27,9 +27,6 @@ func TestStore(t *testing.T) {
 func TestUpgradeTurnTables(t *testing.T) {
 	u := testdb.PostgresURL(t)
 	storetest.UpgradeTurnTables(t, func(version int) store.DB {
-		if version == 0 {
-			version = sqlstore.LatestVersion()
-		}
 		db, err := postgres.OpenAt(t.Context(), u, version)
 		if err != nil {
 			t.Fatal(err)

@@ -23,9 +23,6 @@ func TestStore(t *testing.T) {
 func TestUpgradeTurnTables(t *testing.T) {
 	path := testdb.SQLitePath(t)
 	storetest.UpgradeTurnTables(t, func(version int) store.DB {
-		if version == 0 {
-			version = sqlstore.LatestVersion()
-		}
 		db, err := sqlite.OpenAt(t.Context(), path, version)
 		if err != nil {
 			t.Fatal(err)

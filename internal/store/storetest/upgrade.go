@@ -6,13 +6,14 @@ import (
 
 	"github.com/parley-bots/parley/internal/model"
 	"github.com/parley-bots/parley/internal/store"
+	"github.com/parley-bots/parley/internal/store/sqlstore"
 )
 
 // UpgradeTurnTables checks migration 0015 (the turn tables rebuilt and
 // rekeyed): the turns and turn runs an older binary stored (schema 14)
 // are all there once the database is opened at the latest schema, and
 // behave as before. open opens one and the same database at a schema
-// version (0: the latest); the test closes what it opens.
+// version; the test closes what it opens.
 func UpgradeTurnTables(t *testing.T, open func(version int) store.DB) {
 	ctx := t.Context()
 	day0 := time.Date(2025, 3, 1, 0, 0, 0, 0, time.UTC)
@@ -41,7 +42,7 @@ func UpgradeTurnTables(t *testing.T, open func(version int) store.DB) {
 	}
 	ok(t, old.Close())
 
-	db := open(0)
+	db := open(sqlstore.LatestVersion())
 	t.Cleanup(func() { db.Close() })
 	pending, err := db.Signals().PendingTurns(ctx, f.bot.ID, "c1", 10)
 	ok(t, err)
