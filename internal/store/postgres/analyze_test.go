@@ -2,8 +2,11 @@ package postgres_test
 
 import (
 	"slices"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/parley-bots/parley/internal/model"
 	"github.com/parley-bots/parley/internal/store/postgres"
@@ -90,4 +93,97 @@ func TestAnalyzerRefreshesGrownTables(t *testing.T) {
 		must(t, raw.QueryRowContext(ctx, `SELECT s.n_live_tup, c.reltuples FROM pg_stat_user_tables s JOIN pg_class c ON c.oid = s.relid WHERE s.relid = to_regclass('chat_users')`).Scan(&live, &rt))
 		t.Fatalf("chat_users (%d rows, the planner knows %v) not analyzed: %v", live, rt, analyzed)
 	}
+}
+
+// TestTurnReadPlansByKeyOnceAnalyzed: a pending turn's read finds its
+// message and user by primary key under the generic plan PostgreSQL
+// caches for a prepared statement, once the analyzer has seen the tables
+// hold a few hundred rows. Planned on empty statistics, "bot_id = $1"
+// looks as selective as the whole key, and the read scanned the bot's
+// every message and user for each turn, for as long as the analyzer
+// waited (it used to wait for 1,000 rows; autovacuum for a minute).
+func TestTurnReadPlansByKeyOnceAnalyzed(t *testing.T) {
+	ctx := t.Context()
+	u := testdb.PostgresURL(t)
+	open := func(generic bool) *postgres.DB {
+		t.Helper()
+		cfg, err := pgx.ParseConfig(u)
+		must(t, err)
+		if generic { // as after a statement's first five runs on a connection
+			cfg.RuntimeParams["plan_cache_mode"] = "force_generic_plan"
+		}
+		db, err := postgres.OpenConfig(ctx, cfg)
+		must(t, err)
+		postgres.StopAnalyzer(db.(*postgres.DB)) // the test's passes are the only ones
+		return db.(*postgres.DB)
+	}
+	db := open(false)
+	acct := &model.Account{Email: "a@example.com"}
+	must(t, db.Accounts().Create(ctx, acct))
+	ws := &model.Workspace{Name: "w", OwnerID: acct.ID}
+	must(t, db.Workspaces().Create(ctx, ws))
+	bot := &model.Bot{WorkspaceID: ws.ID, Name: "b", Type: model.DefaultBotType, CreatedAt: time.Now(), UpdatedAt: time.Now()}
+	must(t, db.Bots().Create(ctx, bot))
+	raw := db.SQL()
+	const n = 300
+	for _, q := range []string{
+		`ALTER TABLE messages SET (autovacuum_enabled = false)`,
+		`ALTER TABLE chat_users SET (autovacuum_enabled = false)`,
+		`INSERT INTO chat_users (bot_id, id, created_at, updated_at) SELECT $1, 'u' || g, g, g FROM generate_series(1, $2::int) g`,
+		`INSERT INTO conversations (bot_id, id, owner_id, created_at, updated_at) SELECT $1, 'c' || g, 'u' || g, g, g FROM generate_series(1, $2::int) g`,
+		`INSERT INTO messages (bot_id, id, conversation_id, user_id, payload, direction, created_at)
+			SELECT $1, 'm' || g, 'c' || g, 'u' || g, '{"type":"text","text":"hi"}', 'incoming', g FROM generate_series(1, $2::int) g`,
+		`INSERT INTO turns (bot_id, conversation_id, seq, kind, ref_id, user_id, created_at) VALUES ($1, 'c7', 1, 'message', 'm7', 'u7', 7)`,
+	} {
+		var args []any
+		switch {
+		case strings.Contains(q, "$2"):
+			args = []any{bot.ID, n}
+		case strings.Contains(q, "$1"):
+			args = []any{bot.ID}
+		}
+		_, err := raw.ExecContext(ctx, q, args...)
+		must(t, err)
+	}
+	var analyzed []string
+	for deadline := time.Now().Add(10 * time.Second); !slices.Contains(analyzed, "messages") || !slices.Contains(analyzed, "chat_users"); {
+		if time.Now().After(deadline) {
+			t.Fatalf("messages and chat_users (%d rows each) not both analyzed: %v", n, analyzed)
+		}
+		time.Sleep(100 * time.Millisecond)
+		got, err := postgres.AnalyzeNow(ctx, db)
+		must(t, err)
+		analyzed = append(analyzed, got...)
+	}
+	must(t, db.Close()) // a backend reports its statistics when it ends
+
+	indexReads := func() int64 {
+		t.Helper()
+		c, err := pgx.Connect(ctx, u)
+		must(t, err)
+		defer c.Close(ctx)
+		var reads int64
+		must(t, c.QueryRow(ctx, `SELECT COALESCE(SUM(idx_tup_read), 0) FROM pg_stat_user_indexes
+			WHERE relid IN (to_regclass('messages'), to_regclass('chat_users'))`).Scan(&reads))
+		return reads
+	}
+	before := indexReads()
+	db = open(true)
+	const reads = 20
+	for range reads {
+		got, err := db.Signals().PendingTurnInputs(ctx, bot.ID, "c7", 10)
+		must(t, err)
+		if len(got) != 1 || got[0].Message == nil || got[0].Message.ID != "m7" || got[0].Start.User == nil || got[0].Start.User.ID != "u7" {
+			t.Fatalf("PendingTurnInputs = %+v, want turn 1 with message m7 and user u7", got)
+		}
+	}
+	must(t, db.Close())
+	// By key, each read takes one index entry of each table; a scan of the
+	// bot's rows takes n.
+	d := indexReads() - before
+	if d > 4*reads {
+		t.Fatalf("%d reads of a pending turn read %d index entries of messages and chat_users (%d rows each), want at most %d",
+			reads, d, n, 4*reads)
+	}
+	t.Logf("%d reads of a pending turn read %d index entries of messages and chat_users", reads, d)
 }
