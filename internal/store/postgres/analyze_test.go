@@ -20,12 +20,7 @@ func TestAnalyzerRefreshesGrownTables(t *testing.T) {
 	ctx := t.Context()
 	db := testdb.Postgres(t).(*postgres.DB)
 	postgres.StopAnalyzer(db) // the passes below are the only ones
-	acct := &model.Account{Email: "a@example.com"}
-	must(t, db.Accounts().Create(ctx, acct))
-	ws := &model.Workspace{Name: "w", OwnerID: acct.ID}
-	must(t, db.Workspaces().Create(ctx, ws))
-	bot := &model.Bot{WorkspaceID: ws.ID, Name: "b", Type: model.DefaultBotType, CreatedAt: time.Now(), UpdatedAt: time.Now()}
-	must(t, db.Bots().Create(ctx, bot))
+	bot := createBot(t, db)
 
 	raw := db.SQL()
 	reltuples := func(table string) float64 {
@@ -118,12 +113,7 @@ func TestTurnReadPlansByKeyOnceAnalyzed(t *testing.T) {
 		return db.(*postgres.DB)
 	}
 	db := open(false)
-	acct := &model.Account{Email: "a@example.com"}
-	must(t, db.Accounts().Create(ctx, acct))
-	ws := &model.Workspace{Name: "w", OwnerID: acct.ID}
-	must(t, db.Workspaces().Create(ctx, ws))
-	bot := &model.Bot{WorkspaceID: ws.ID, Name: "b", Type: model.DefaultBotType, CreatedAt: time.Now(), UpdatedAt: time.Now()}
-	must(t, db.Bots().Create(ctx, bot))
+	bot := createBot(t, db)
 	raw := db.SQL()
 	const n = 300
 	for _, q := range []string{
@@ -186,4 +176,17 @@ func TestTurnReadPlansByKeyOnceAnalyzed(t *testing.T) {
 			reads, d, n, 4*reads)
 	}
 	t.Logf("%d reads of a pending turn read %d index entries of messages and chat_users", reads, d)
+}
+
+// createBot stores a bot with its account and workspace.
+func createBot(t *testing.T, db *postgres.DB) *model.Bot {
+	t.Helper()
+	ctx := t.Context()
+	acct := &model.Account{Email: "a@example.com"}
+	must(t, db.Accounts().Create(ctx, acct))
+	ws := &model.Workspace{Name: "w", OwnerID: acct.ID}
+	must(t, db.Workspaces().Create(ctx, ws))
+	bot := &model.Bot{WorkspaceID: ws.ID, Name: "b", Type: model.DefaultBotType, CreatedAt: time.Now(), UpdatedAt: time.Now()}
+	must(t, db.Bots().Create(ctx, bot))
+	return bot
 }
