@@ -247,7 +247,7 @@ func (a *App) start(ctx context.Context, o options) error {
 	if leaseTTL <= 0 {
 		leaseTTL = turns.DefaultLeaseTTL
 	}
-	dispatcher := turns.NewDispatcher(a.db, commit, queue, resolver, a.log, turns.DispatcherOptions{Leases: pg, Node: node, Observer: met, LeaseTTL: leaseTTL})
+	dispatcher := turns.NewDispatcher(a.db, commit, queue, resolver, a.log, turns.DispatcherOptions{Workers: a.cfg.TurnWorkers, Leases: pg, Node: node, Observer: met, LeaseTTL: leaseTTL})
 	scheduler := turns.NewScheduler(botRuntime, turns.SchedulerOptions{Node: node, LeaseTTL: leaseTTL})
 	a.node, a.started, a.dispatcher, a.scheduler = node, time.Now(), dispatcher, scheduler
 	a.log.Info("node started", "node", node, "lease_ttl", leaseTTL.String(), "leases", pg)

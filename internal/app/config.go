@@ -52,6 +52,9 @@ type Config struct {
 	// Retry-After (turns.Door); zero is automatic (twice a turn's
 	// recent run, 30 ms to 1 s), negative never refuses.
 	MaxTurnDelay time.Duration
+	// TurnWorkers bounds how many conversations' turns run at once; zero
+	// takes turns.DefaultWorkers (8 per core, 16 on PostgreSQL).
+	TurnWorkers int
 	// MaxMessagesInFlight bounds the users' messages being stored at once
 	// (above it 429, turns.Door); zero takes turns.DefaultMaxInFlight,
 	// negative has no bound.
@@ -204,6 +207,7 @@ func LoadConfig(args []string, getenv func(string) string, stderr io.Writer) (Co
 	if v := getenv("PARLEY_SYNC"); v != "" {
 		envErrs = append(envErrs, fs.Set("sync", v))
 	}
+	intVar(&c.TurnWorkers, "turn-workers", "PARLEY_TURN_WORKERS", 0, "conversations whose bot turns run at once; 0: automatic (8 per core on SQLite, 16 per core on PostgreSQL); raise it for bots that wait long on outside calls")
 	intVar(&c.MaxMessagesInFlight, "max-messages-in-flight", "PARLEY_MAX_MESSAGES_IN_FLIGHT", 256, "users' messages (Chat and Webchat createMessage) being stored at once; more get 429 and Retry-After; -1: no bound")
 	intVar(&c.MaxConnections, "max-connections", "PARLEY_MAX_CONNECTIONS", DefaultMaxConnections, "concurrent client connections; more wait to be accepted")
 	intVar(&c.StreamsPerUser, "max-streams-per-user", "PARLEY_MAX_STREAMS_PER_USER", realtime.DefaultMaxStreamsPerUser, "open SSE streams per chat user")
@@ -257,7 +261,7 @@ func (c *Config) validate() error {
 		}
 	}
 	c.PublicURL = strings.TrimRight(c.PublicURL, "/")
-	if c.BodyReadTimeout < 0 || c.MaxConnections < 0 || c.StreamsPerUser < 0 || c.StreamsPerConv < 0 || c.DBMaxConnections < 0 || c.GCHeadroomMB < 0 {
+	if c.BodyReadTimeout < 0 || c.MaxConnections < 0 || c.StreamsPerUser < 0 || c.StreamsPerConv < 0 || c.DBMaxConnections < 0 || c.GCHeadroomMB < 0 || c.TurnWorkers < 0 {
 		return errors.New("limits must not be negative (rates may be -1: no limit)")
 	}
 	return nil

@@ -53,17 +53,21 @@ func TestModelEndpointsConfig(t *testing.T) {
 }
 
 // TestConfigOverloadAndSync checks the flags and environment variables of
-// the turn queue's bound and SQLite's durability.
+// the turn queue's bound, the turn workers and SQLite's durability.
 func TestConfigOverloadAndSync(t *testing.T) {
 	for _, tc := range []struct {
-		name  string
-		args  []string
-		env   map[string]string
-		delay time.Duration
-		sync  string
-		bad   bool
+		name    string
+		args    []string
+		env     map[string]string
+		delay   time.Duration
+		sync    string
+		workers int
+		bad     bool
 	}{
 		{name: "defaults"},
+		{name: "turn workers", args: []string{"--turn-workers", "48"}, workers: 48},
+		{name: "turn workers in environment", env: map[string]string{"PARLEY_TURN_WORKERS": "64"}, workers: 64},
+		{name: "negative turn workers", args: []string{"--turn-workers", "-2"}, bad: true},
 		{name: "flags", args: []string{"--max-turn-delay", "50ms", "--sync", "full"}, delay: 50 * time.Millisecond, sync: "full"},
 		{name: "environment", env: map[string]string{"PARLEY_MAX_TURN_DELAY": "-1ns", "PARLEY_SYNC": "normal"}, delay: -1, sync: "normal"},
 		{name: "flag over environment", args: []string{"--sync", "normal"}, env: map[string]string{"PARLEY_SYNC": "full"}, sync: "normal"},
@@ -83,8 +87,8 @@ func TestConfigOverloadAndSync(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if cfg.MaxTurnDelay != tc.delay || cfg.Sync != tc.sync {
-				t.Fatalf("MaxTurnDelay %v, Sync %q; want %v, %q", cfg.MaxTurnDelay, cfg.Sync, tc.delay, tc.sync)
+			if cfg.MaxTurnDelay != tc.delay || cfg.Sync != tc.sync || cfg.TurnWorkers != tc.workers {
+				t.Fatalf("MaxTurnDelay %v, Sync %q, TurnWorkers %d; want %v, %q, %d", cfg.MaxTurnDelay, cfg.Sync, cfg.TurnWorkers, tc.delay, tc.sync, tc.workers)
 			}
 		})
 	}

@@ -11,7 +11,6 @@ import (
 	"github.com/parley-bots/parley/internal/testutil/testapp"
 	"github.com/parley-bots/parley/internal/testutil/testbots"
 	"github.com/parley-bots/parley/internal/testutil/testdb"
-	"github.com/parley-bots/parley/internal/turns"
 )
 
 // TestWebchatOverloadShedBeforeTheBody: with every turn worker busy and a
@@ -24,12 +23,14 @@ func TestWebchatOverloadShedBeforeTheBody(t *testing.T) {
 		g := testbots.NewGate(greeter{})
 		cfg := testapp.Config(t, dbURL)
 		cfg.MaxTurnDelay = 50 * time.Millisecond
+		const workers = 4
+		cfg.TurnWorkers = workers
 		a := testapp.Start(t, cfg, app.WithBots(testbots.Resolver(g)))
 		base := a.URL + "/webchat/" + newBot(t, a)
 		type conv struct{ key, id string }
 		var convs []conv
-		// One more conversation than there are workers (8 per core).
-		for range turns.DefaultWorkers() + 1 {
+		// One more conversation than there are workers (--turn-workers).
+		for range workers + 1 {
 			ch, _, stop := stream(t, base+"/initialize", "")
 			t.Cleanup(stop)
 			var d initData
@@ -58,7 +59,7 @@ func TestWebchatOverloadShedBeforeTheBody(t *testing.T) {
 				t.Fatalf("block: status %d", res.StatusCode)
 			}
 		}
-		for range turns.DefaultWorkers() {
+		for range workers {
 			select {
 			case <-g.Started:
 			case <-time.After(10 * time.Second):
