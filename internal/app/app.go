@@ -152,8 +152,10 @@ func (a *App) start(ctx context.Context, o options) error {
 	// each write of the chat pipeline, then its hook publishes the signal
 	// to the realtime hub and queues the conversation for the dispatcher.
 	var broker realtime.Broker
+	var alone func() bool
 	if pg {
-		broker = realtime.NewPGBroker(a.cfg.DatabaseURL, "")
+		b := realtime.NewPGBroker(a.cfg.DatabaseURL, "")
+		broker, alone = b, b.Alone
 	}
 	hub := realtime.NewHub(a.db.Signals(), broker, realtime.Options{Log: a.log,
 		MaxStreamsPerUser: a.cfg.StreamsPerUser, MaxStreamsPerConversation: a.cfg.StreamsPerConv})
@@ -247,7 +249,7 @@ func (a *App) start(ctx context.Context, o options) error {
 	if leaseTTL <= 0 {
 		leaseTTL = turns.DefaultLeaseTTL
 	}
-	dispatcher := turns.NewDispatcher(a.db, commit, queue, resolver, a.log, turns.DispatcherOptions{Workers: a.cfg.TurnWorkers, Leases: pg, Node: node, Observer: met, LeaseTTL: leaseTTL})
+	dispatcher := turns.NewDispatcher(a.db, commit, queue, resolver, a.log, turns.DispatcherOptions{Workers: a.cfg.TurnWorkers, Leases: pg, Alone: alone, Node: node, Observer: met, LeaseTTL: leaseTTL})
 	scheduler := turns.NewScheduler(botRuntime, turns.SchedulerOptions{Node: node, LeaseTTL: leaseTTL})
 	a.node, a.started, a.dispatcher, a.scheduler = node, time.Now(), dispatcher, scheduler
 	a.log.Info("node started", "node", node, "lease_ttl", leaseTTL.String(), "leases", pg)

@@ -86,11 +86,17 @@ const (
 	helloWelcome
 )
 
+// Alone reports that, as far as this node can tell, no other node shares
+// the database: none was seen listening at the last look (PeerPoll) and no
+// hello came since. It is false until the first look, and for good once a
+// node of an older version was heard.
+func (b *PGBroker) Alone() bool { return !b.peers.Load() && !b.legacy.Load() }
+
 // Announce queues a wake-up; announcements of one conversation coalesce to
 // the newest seq, so this never blocks and memory stays bounded by the
 // number of active conversations.
 func (b *PGBroker) Announce(sig *model.Signal) {
-	if !b.peers.Load() && !b.legacy.Load() {
+	if b.Alone() {
 		return // no other node to wake
 	}
 	k := topicKey{sig.BotID, sig.ConversationID}

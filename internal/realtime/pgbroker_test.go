@@ -110,7 +110,7 @@ func TestPGBrokerPeers(t *testing.T) {
 	defer func() { stopWatch(); <-watchDone }()
 
 	a := startBroker(t, url, channel)
-	eventually(t, "A found itself alone", func() bool { return !a.b.peers.Load() })
+	eventually(t, "A found itself alone", func() bool { return a.b.Alone() })
 	eventually(t, "A's hello went out", func() bool { return heard.Load() == 1 })
 	for seq := int64(1); seq <= 5; seq++ {
 		a.b.Announce(sig(seq))
@@ -124,7 +124,7 @@ func TestPGBrokerPeers(t *testing.T) {
 	}
 
 	b := startBroker(t, url, channel)
-	eventually(t, "A heard B's hello", func() bool { return a.b.peers.Load() })
+	eventually(t, "A heard B's hello", func() bool { return !a.b.Alone() })
 	eventually(t, "B re-read its logs after A's welcome", func() bool { return b.resyncs.Load() >= 2 })
 	a.b.Announce(sig(6))
 	eventually(t, "B woken by A", func() bool { return b.wokenWith(6) })
@@ -139,7 +139,7 @@ func TestPGBrokerPeers(t *testing.T) {
 	}
 
 	b.stop()
-	eventually(t, "A found itself alone again", func() bool { return !a.b.peers.Load() })
+	eventually(t, "A found itself alone again", func() bool { return a.b.Alone() })
 	before := a.b.sent.Load()
 	a.b.Announce(sig(8))
 	time.Sleep(150 * time.Millisecond)
@@ -156,7 +156,7 @@ func TestPGBrokerCannotTell(t *testing.T) {
 	a := startBroker(t, url, "t"+model.NewNodeID()+model.NewNodeID())
 	eventually(t, "A's hello went out", func() bool { return a.b.sent.Load() == 1 })
 	time.Sleep(3 * a.b.PeerPoll) // it looked at least twice
-	if !a.b.peers.Load() {
+	if a.b.Alone() {
 		t.Fatal("a node that cannot see its own listener thinks it is alone")
 	}
 	a.b.Announce(&model.Signal{BotID: "bot", ConversationID: "conv", Seq: 1})
@@ -171,7 +171,7 @@ func TestPGBrokerOlderNode(t *testing.T) {
 	url := testdb.PostgresURL(t)
 	channel := "t" + model.NewNodeID()[5:13]
 	a := startBroker(t, url, channel)
-	eventually(t, "A found itself alone", func() bool { return !a.b.peers.Load() })
+	eventually(t, "A found itself alone", func() bool { return a.b.Alone() })
 
 	old, err := pgx.Connect(context.Background(), url)
 	if err != nil {
@@ -184,6 +184,9 @@ func TestPGBrokerOlderNode(t *testing.T) {
 	}
 	eventually(t, "A woken by the older node", func() bool { return a.wokenWith(3) })
 	time.Sleep(3 * a.b.PeerPoll) // A looked again, and found no listener it can name
+	if a.b.Alone() {
+		t.Fatal("a node that heard an older node thinks it is alone")
+	}
 	before := a.b.sent.Load()
 	a.b.Announce(&model.Signal{BotID: "bot", ConversationID: "conv", Seq: 4})
 	eventually(t, "A's announcement went out", func() bool { return a.b.sent.Load() > before })

@@ -246,8 +246,22 @@ func TestDispatcherRecovers(t *testing.T) {
 
 // TestDispatcherTwoNodes: two dispatchers on one PostgreSQL database run
 // each turn exactly once, in order, never concurrently within a
-// conversation (store leases).
+// conversation (store leases); also while each believes it is alone
+// (DispatcherOptions.Alone: a node that has not heard of the other yet),
+// ending its runs without reading the conversation again.
 func TestDispatcherTwoNodes(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		alone func() bool
+	}{
+		{"each knows of the other", func() bool { return false }},
+		{"each believes it is alone", func() bool { return true }},
+	} {
+		t.Run(tc.name, func(t *testing.T) { testTwoNodes(t, tc.alone) })
+	}
+}
+
+func testTwoNodes(t *testing.T, alone func() bool) {
 	url := testdb.PostgresURL(t)
 	open := func() store.DB {
 		db, err := postgres.Open(context.Background(), url)
@@ -259,8 +273,8 @@ func TestDispatcherTwoNodes(t *testing.T) {
 	}
 	dbA, dbB := open(), open()
 	bot := newRecordingBot(time.Millisecond)
-	f := newChatFixture(t, dbA, bot, turns.DispatcherOptions{Leases: true, Node: "a"})
-	nB := newNode(dbB, bot, turns.DispatcherOptions{Leases: true, Node: "b"})
+	f := newChatFixture(t, dbA, bot, turns.DispatcherOptions{Leases: true, Alone: alone, Node: "a"})
+	nB := newNode(dbB, bot, turns.DispatcherOptions{Leases: true, Alone: alone, Node: "b"})
 	dA, dB := f.dispatcher, nB.dispatcher
 	dA.Start(context.Background())
 	dB.Start(context.Background())
