@@ -346,7 +346,8 @@ type Leases interface {
 	Release(ctx context.Context, name, holder string) error
 	// Check, inside a transaction, fails with ErrFenced unless f's holder
 	// still holds the lease at f's epoch, and locks the lease row until
-	// the transaction ends, so that a takeover waits for it.
+	// the transaction ends, so that a takeover waits for it. With f.Renew
+	// it also renews the lease (Fence.Renew).
 	Check(ctx context.Context, f Fence) error
 	// Prune deletes at most limit leases whose name starts with prefix
 	// and that were released or expired before `before`, and reports how
@@ -375,6 +376,10 @@ type Fence struct {
 	Name   string
 	Holder string
 	Epoch  int64
+	// Renew, when set, makes a passing check also renew the lease until
+	// Renew after the check (never a released one): a holder that commits
+	// often keeps its lease without renewals of its own.
+	Renew time.Duration
 }
 
 // ErrFenced is Check's error: the lease was taken over by another holder.

@@ -301,13 +301,25 @@ func (d *Dispatcher) runConversation(ref model.ConversationRef, wait *time.Durat
 	ctx, cancel := context.WithCancel(d.ctx)
 	defer cancel()
 	var fence *store.Fence
+	renewed := func(time.Time) {}
 	if d.o.Leases {
-		f, end, busy := d.lease(ctx, cancel, ref)
+		f, r, end, busy := d.lease(ctx, cancel, ref)
 		if busy {
 			return true
 		}
-		fence = f
+		fence, renewed = f, r
 		defer end()
+	}
+	// fenced is the wait of a write fenced (and renewing the lease) since
+	// at: once it committed, the lease was renewed.
+	fenced := func(at time.Time, wait func() error) func() error {
+		return func() error {
+			err := wait()
+			if err == nil {
+				renewed(at)
+			}
+			return err
+		}
 	}
 	// A turn's completion is queued as soon as it ran (it joins a group
 	// commit with other conversations' writes) and is durable before the
@@ -364,7 +376,8 @@ func (d *Dispatcher) runConversation(ref model.ConversationRef, wait *time.Durat
 				return false
 			}
 			if paused {
-				completions = append(completions, d.skipTurn(context.WithoutCancel(ctx), t, fence))
+				at := time.Now()
+				completions = append(completions, fenced(at, d.skipTurn(context.WithoutCancel(ctx), t, fence)))
 				continue
 			}
 			// On a stop the turn in flight gets a grace period to finish,
@@ -408,7 +421,8 @@ func (d *Dispatcher) runConversation(ref model.ConversationRef, wait *time.Durat
 			}
 			run := &model.TurnRun{BotID: t.BotID, ConversationID: t.ConversationID, Seq: t.Seq, RanAt: started,
 				Duration: took, Failed: err != nil}
-			completions = append(completions, d.completeTurn(context.WithoutCancel(ctx), t, out, run, fence))
+			at := time.Now()
+			completions = append(completions, fenced(at, d.completeTurn(context.WithoutCancel(ctx), t, out, run, fence)))
 		}
 		if len(turns) < turnBatch && (!d.o.Leases || (d.o.Alone != nil && d.o.Alone())) {
 			// All pending turns ran. A turn committed since the read has

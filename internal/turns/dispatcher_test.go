@@ -429,24 +429,25 @@ func (l failingLeases) Take(ctx context.Context, name, holder string, ttl time.D
 
 // TestDispatcherReleasesStaleParkedLease: a parked lease too old to reuse
 // is taken again (a renewal); when that Take fails, the lease is released,
-// not left to run out its TTL while another node waits for it. A turn of
-// 300 ms with an 800 ms TTL parks a lease last renewed at 200 ms (the
-// first quarter TTL): it is stale (older than TTL/4) from 400 ms on and
-// parked until 600 ms (the linger is 300 ms), so the next message comes
-// at 500 ms, 100 ms from either edge; the lease would run until 1 s.
+// not left to run out its TTL while another node waits for it. With a
+// 600 ms TTL, the turn's completion (at about 300 ms: the bot takes that
+// long) renews the lease and parks it: it is stale (older than TTL/4) from
+// 450 ms on and parked until 600 ms (the linger is 300 ms), so the next
+// message comes at 525 ms, 75 ms from either edge; the lease would run
+// until 900 ms, 125 ms after the release must be seen.
 func TestDispatcherReleasesStaleParkedLease(t *testing.T) {
 	pg := testdb.Postgres(t)
 	db := &takeFailer{DB: pg}
 	ctx := context.Background()
 	bot := newRecordingBot(300 * time.Millisecond)
-	f := newChatFixture(t, db, bot, turns.DispatcherOptions{Leases: true, Node: "a", LeaseTTL: 800 * time.Millisecond})
+	f := newChatFixture(t, db, bot, turns.DispatcherOptions{Leases: true, Node: "a", LeaseTTL: 600 * time.Millisecond})
 	f.dispatcher.Start(ctx)
 	defer f.dispatcher.Stop()
 	conv, _ := f.chat.CreateConversation(ctx, f.caller, nil)
 	name := "turns:" + f.botID + ":" + conv.ID
 	f.post(t, conv.ID, "0")
 	waitUntil(t, "turn 0", func() bool { return bot.count() == 1 }) // at 300 ms
-	time.Sleep(200 * time.Millisecond)
+	time.Sleep(225 * time.Millisecond)
 	db.armed.Store(true)
 	f.post(t, conv.ID, "1")
 	waitUntil(t, "the failed Take", db.failed.Load)
@@ -468,4 +469,68 @@ func TestDispatcherReleasesStaleParkedLease(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitUntil(t, "turn 1, run once the lease is free", func() bool { return bot.count() == 2 })
+}
+
+// countingLeases counts the lease statements a dispatcher makes of its own.
+type countingLeases struct {
+	store.DB
+	takes, renews atomic.Int64
+}
+
+func (c *countingLeases) Leases() store.Leases { return countedLeases{c.DB.Leases(), c} }
+
+type countedLeases struct {
+	store.Leases
+	c *countingLeases
+}
+
+func (l countedLeases) Take(ctx context.Context, name, holder string, ttl time.Duration) (store.Lease, bool, error) {
+	l.c.takes.Add(1)
+	return l.Leases.Take(ctx, name, holder, ttl)
+}
+
+func (l countedLeases) Renew(ctx context.Context, name, holder string, epoch int64, ttl time.Duration) (bool, error) {
+	l.c.renews.Add(1)
+	return l.Leases.Renew(ctx, name, holder, epoch, ttl)
+}
+
+// TestDispatcherFencedWritesRenewTheLease: a conversation whose turns
+// commit more often than the lease's quarter TTL keeps its lease through
+// their completions' fences (Fence.Renew): one Take for 12 messages 100 ms
+// apart over 1.2 s with an 800 ms TTL, where a parked lease is reused only
+// while renewed less than 200 ms ago; without the fences' renewals it is
+// taken again every 200 ms. Another node cannot take it meanwhile (the
+// last completion renewed it), and can once it was released.
+func TestDispatcherFencedWritesRenewTheLease(t *testing.T) {
+	pg := testdb.Postgres(t)
+	db := &countingLeases{DB: pg}
+	ctx := context.Background()
+	bot := newRecordingBot(0)
+	f := newChatFixture(t, db, bot, turns.DispatcherOptions{Leases: true, Node: "a", LeaseTTL: 800 * time.Millisecond})
+	f.dispatcher.Start(ctx)
+	defer f.dispatcher.Stop()
+	conv, _ := f.chat.CreateConversation(ctx, f.caller, nil)
+	name := "turns:" + f.botID + ":" + conv.ID
+	for i := range 12 {
+		f.post(t, conv.ID, fmt.Sprint(i))
+		waitUntil(t, fmt.Sprint("turn ", i), func() bool { return bot.count() == i+1 })
+		time.Sleep(100 * time.Millisecond)
+	}
+	// A slow machine may let the linger end once between two messages.
+	if takes := db.takes.Load(); takes > 2 {
+		t.Fatalf("%d Takes of the lease for 12 turns (and %d Renews), want 1", takes, db.renews.Load())
+	}
+	if _, ok, err := pg.Leases().Take(ctx, name, "x", time.Second); err != nil || ok {
+		t.Fatalf("another node took the lease of a busy conversation (ok %v, err %v)", ok, err)
+	}
+	waitUntil(t, "the lease released after its linger", func() bool {
+		_, ok, err := pg.Leases().Take(ctx, name, "x", time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ok
+	})
+	if got := bot.seen[conv.ID]; len(got) != 12 {
+		t.Fatalf("turns ran %v", got)
+	}
 }

@@ -2,6 +2,7 @@ package turns
 
 import (
 	"context"
+	"sync/atomic"
 	"time"
 
 	"github.com/parley-bots/parley/internal/model"
@@ -34,15 +35,23 @@ type parked struct {
 }
 
 // lease takes (or reuses) ref's lease and renews it until ctx ends;
-// cancel is called when the lease is lost. end, called once the run is
+// cancel is called when the lease is lost. The fence renews it too with
+// every write it fences (Fence.Renew); renewed is told when such a write
+// committed, with the time before it was submitted, so that the run's own
+// renewals and the next run's Take are left out while turns commit: a
+// conversation that gets a message at least every leaseLinger keeps its
+// lease without a lease statement of its own. end, called once the run is
 // over and ctx cancelled, parks or releases it. busy reports that another
 // node holds it.
-func (d *Dispatcher) lease(ctx context.Context, cancel context.CancelFunc, ref model.ConversationRef) (fence *store.Fence, end func(), busy bool) {
+func (d *Dispatcher) lease(ctx context.Context, cancel context.CancelFunc, ref model.ConversationRef) (fence *store.Fence, renewed func(at time.Time), end func(), busy bool) {
 	name := leaseName(ref)
 	var epoch int64
-	var renewed time.Time
+	// last is when the lease was last renewed (UnixNano): by a Take, a
+	// Renew or a fenced write.
+	var last atomic.Int64
 	if p := d.unpark(ref); p != nil && time.Since(p.renewed) < d.o.LeaseTTL/4 {
-		epoch, renewed = p.epoch, p.renewed
+		epoch = p.epoch
+		last.Store(p.renewed.UnixNano())
 	} else {
 		l, ok, err := d.store.Leases().Take(ctx, name, d.o.Node, d.o.LeaseTTL)
 		if err != nil {
@@ -59,11 +68,11 @@ func (d *Dispatcher) lease(ctx context.Context, cancel context.CancelFunc, ref m
 			} else {
 				d.forgetHeld(ref)
 			}
-			return nil, nil, true
+			return nil, nil, nil, true
 		}
 		if !ok {
 			d.forgetHeld(ref)
-			return nil, nil, true
+			return nil, nil, nil, true
 		}
 		if l.From != "" {
 			d.log.Info("turns: conversation taken over", "bot", ref.BotID, "conversation", ref.ConversationID,
@@ -71,17 +80,20 @@ func (d *Dispatcher) lease(ctx context.Context, cancel context.CancelFunc, ref m
 				"gap_s", time.Since(l.FromExpired.Add(-d.o.LeaseTTL)).Seconds(),
 				"after_expiry_s", time.Since(l.FromExpired).Seconds())
 		}
-		epoch, renewed = l.Epoch, time.Now()
+		epoch = l.Epoch
+		last.Store(time.Now().UnixNano())
 	}
+	since := func() time.Duration { return time.Since(time.Unix(0, last.Load())) }
 	d.heldMu.Lock()
 	if _, ok := d.held[ref]; !ok {
 		d.held[ref] = time.Now()
 	}
 	d.heldMu.Unlock()
-	// Renew while working (one UPDATE a quarter TTL); a lease taken over
-	// stops this run at once, and the fence on the turn's completion
-	// refuses whatever it still tries to commit. A failing renewal is
-	// retried until the lease would have expired.
+	// Renew while working (one UPDATE a quarter TTL, unless a fenced write
+	// renewed it meanwhile); a lease taken over stops this run at once, and
+	// the fence on the turn's completion refuses whatever it still tries to
+	// commit. A failing renewal is retried until the lease would have
+	// expired.
 	lost := false
 	done := make(chan struct{})
 	go func() {
@@ -93,12 +105,16 @@ func (d *Dispatcher) lease(ctx context.Context, cancel context.CancelFunc, ref m
 			case <-ctx.Done():
 				return
 			case <-t.C:
-				ok, err := d.store.Leases().Renew(ctx, name, d.o.Node, epoch, d.o.LeaseTTL)
-				if err == nil && ok {
-					renewed = time.Now()
+				if since() < d.o.LeaseTTL/4 {
 					continue
 				}
-				if err != nil && time.Since(renewed) < d.o.LeaseTTL {
+				at := time.Now()
+				ok, err := d.store.Leases().Renew(ctx, name, d.o.Node, epoch, d.o.LeaseTTL)
+				if err == nil && ok {
+					last.Store(at.UnixNano())
+					continue
+				}
+				if err != nil && since() < d.o.LeaseTTL {
 					continue
 				}
 				if ctx.Err() == nil {
@@ -112,17 +128,25 @@ func (d *Dispatcher) lease(ctx context.Context, cancel context.CancelFunc, ref m
 	}()
 	end = func() {
 		cancel()
-		<-done // renewed and lost are the renewer's until it returned
+		<-done // lost is the renewer's until it returned
 		if lost {
 			d.forgetHeld(ref)
 			return
 		}
-		if d.ctx.Err() == nil && d.park(ref, epoch, renewed) {
+		if d.ctx.Err() == nil && d.park(ref, epoch, time.Unix(0, last.Load())) {
 			return
 		}
 		d.release(ref)
 	}
-	return &store.Fence{Name: name, Holder: d.o.Node, Epoch: epoch}, end, false
+	renewed = func(at time.Time) {
+		for {
+			old := last.Load()
+			if at.UnixNano() <= old || last.CompareAndSwap(old, at.UnixNano()) {
+				return
+			}
+		}
+	}
+	return &store.Fence{Name: name, Holder: d.o.Node, Epoch: epoch, Renew: d.o.LeaseTTL}, renewed, end, false
 }
 
 // park keeps ref's lease for leaseLinger; false when the dispatcher is

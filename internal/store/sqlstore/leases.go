@@ -80,22 +80,31 @@ func (r leases) Renew(ctx context.Context, name, holder string, epoch int64, ttl
 	return n > 0, r.s.fail(err, "lease")
 }
 
-// Check is an UPDATE that changes nothing but matches only the fence's
-// holder and epoch: it takes the row lock (a concurrent Take waits for
-// this transaction, then sees its writes) and fails once the lease moved.
+// Check is an UPDATE that matches only the fence's holder and epoch: it
+// takes the row lock (a concurrent Take waits for this transaction, then
+// sees its writes) and fails once the lease moved. It changes nothing but,
+// with f.Renew, a live or expired lease's expiry (a released one, expiry 0,
+// stays released): the row is written either way.
 //
 // In a pipelined transaction of an engine that can (Dialect.DeferredRows)
 // the check goes out with the write's next statements and its COMMIT,
 // written to fail in the engine when the lease moved: the engine fails
 // the transaction with ErrFenced, and nothing of it commits.
 func (r leases) Check(ctx context.Context, f store.Fence) error {
-	const q = `UPDATE leases SET epoch = epoch WHERE name = ? AND holder = ? AND epoch = ?`
+	q := `UPDATE leases SET epoch = epoch WHERE name = ? AND holder = ? AND epoch = ?`
+	args := []any{f.Name, f.Holder, f.Epoch}
+	if f.Renew > 0 {
+		until := time.Now().Add(f.Renew).UnixMilli()
+		q = `UPDATE leases SET expires_at = CASE WHEN expires_at > 0 AND expires_at < ? THEN ? ELSE expires_at END
+			WHERE name = ? AND holder = ? AND epoch = ?`
+		args = append([]any{until, until}, args...)
+	}
 	if r.s.deferRows(ctx) {
 		_, err := r.s.exec(store.WithRequiredRow(ctx, store.ErrFenced),
-			`WITH f AS (`+q+` RETURNING 1) SELECT 1 / COUNT(*) FROM f`, f.Name, f.Holder, f.Epoch)
+			`WITH f AS (`+q+` RETURNING 1) SELECT 1 / COUNT(*) FROM f`, args...)
 		return r.s.fail(err, "lease")
 	}
-	res, err := r.s.exec(ctx, q, f.Name, f.Holder, f.Epoch)
+	res, err := r.s.exec(ctx, q, args...)
 	n, err := affected(res, err)
 	if err != nil {
 		return r.s.fail(err, "lease")

@@ -121,6 +121,53 @@ func testLeases(t *testing.T, db store.DB) {
 	eq(t, "one winner", wins, 1)
 }
 
+// testFenceRenews: a write whose fence has Renew renews its lease (an
+// expired one too, as long as nobody took it), never a released one, and
+// a stale fence renews nothing; written directly and through the engine's
+// committer (pipelined on PostgreSQL).
+func testFenceRenews(t *testing.T, db store.DB) {
+	ctx := t.Context()
+	r := db.Leases()
+	for _, c := range []struct {
+		name   string
+		commit store.Committer
+	}{
+		{"direct", store.DirectCommitter{DB: db}},
+		{"committer", db.NewCommitter(nil)},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			name := "renew:" + c.name
+			fenced := func(holder string, epoch int64) error {
+				return c.commit.Commit(ctx, &store.Write{Fence: &store.Fence{Name: name, Holder: holder, Epoch: epoch, Renew: time.Minute}})
+			}
+			l1, got, err := r.Take(ctx, name, "h1", 150*time.Millisecond)
+			ok(t, err)
+			eq(t, "take", got, true)
+			ok(t, fenced("h1", l1.Epoch))
+			time.Sleep(250 * time.Millisecond) // past the lease's own expiry
+			_, got, err = r.Take(ctx, name, "h2", time.Minute)
+			ok(t, err)
+			eq(t, "renewed by the fenced write: taken", got, false)
+
+			ok(t, r.Release(ctx, name, "h1"))
+			ok(t, fenced("h1", l1.Epoch)) // the row still names h1 at that epoch
+			l2, got, err := r.Take(ctx, name, "h2", 150*time.Millisecond)
+			ok(t, err)
+			eq(t, "a released lease stays released", got, true)
+
+			if err := fenced("h1", l1.Epoch); !errors.Is(err, store.ErrFenced) {
+				t.Fatalf("stale renewing fence: %v, want ErrFenced", err)
+			}
+			time.Sleep(250 * time.Millisecond)
+			l3, got, err := r.Take(ctx, name, "h3", time.Minute)
+			ok(t, err)
+			eq(t, "a stale fence renewed nothing: expired, taken over", got, true)
+			eq(t, "taken from", l3.From, "h2")
+			eq(t, "new epoch", l3.Epoch, l2.Epoch+1)
+		})
+	}
+}
+
 // testLeasePrune: Prune deletes only released or long-expired leases of
 // its prefix, at most limit of them, and a lease taken again after its
 // row went starts above every epoch it had.

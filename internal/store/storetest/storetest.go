@@ -52,6 +52,7 @@ func Run(t *testing.T, open func(t *testing.T) store.DB) {
 		{"States", testStates},
 		{"Leases", testLeases},
 		{"LeasePrune", testLeasePrune},
+		{"FenceRenews", testFenceRenews},
 		{"DialogTimeouts", testDialogTimeouts},
 		{"ScheduleFires", testScheduleFires},
 		{"Deliveries", testDeliveries},
