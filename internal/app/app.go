@@ -201,10 +201,10 @@ func (a *App) start(ctx context.Context, o options) error {
 	// Integrations: the bot's messages in the conversations they own are
 	// delivered from the signal log (the outbox hears of each commit).
 	integ = integrations.New(a.db, bundles, integrations.Options{PublicURL: a.URL, Node: node, Log: a.log})
-	commit := a.db.NewCommitter(queue.AfterCommit(func(sig *model.Signal) {
+	commit := store.Committer(observedCommitter{a.db.NewCommitter(queue.AfterCommit(func(sig *model.Signal) {
 		hub.Publish(sig)
 		integ.Outbox.Published(sig)
-	}))
+	})), met})
 	engine := runtime.New(runtime.Options{})
 	a.closeOnShutdown(engine.Close) // after the workers that run turns
 	sdkBots := turns.NewSDKBots(a.db, bundles, a.log)

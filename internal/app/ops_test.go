@@ -87,6 +87,9 @@ func TestMetricsScrapedAndParsed(t *testing.T) {
 		{"parley_http_requests_total", map[string]string{"route": "GET /v1/admin/bots/{id}", "method": "GET", "code": "404"}},
 		{"parley_http_requests_total", map[string]string{"route": "POST /chat/{wh}/messages", "method": "POST", "code": "201"}},
 		{"parley_turns_total", map[string]string{"outcome": "failed"}},
+		{"parley_commits_total", map[string]string{"outcome": "ok"}},
+		{"parley_commit_duration_seconds", nil},
+		{"parley_turn_wait_seconds", nil},
 	} {
 		if counter(families, want.family, want.labels) < 1 {
 			t.Errorf("%s%v: not counted", want.family, want.labels)

@@ -1,8 +1,9 @@
 // Package metrics is Parley's Prometheus instrumentation (GET /metrics),
 // built on the official client library: HTTP requests per route, turns,
-// the turn queue, SSE streams and the database pool. app.start creates one
-// Metrics, wraps the HTTP handler with it, passes it to the turn
-// dispatcher as its TurnObserver and registers the gauges it reads.
+// the turn queue, the chat pipeline's commits, SSE streams and the database
+// pool. app.start creates one Metrics, wraps the HTTP handler and the
+// store's Committer with it, passes it to the turn dispatcher as its
+// TurnObserver and registers the gauges it reads.
 package metrics
 
 import (
@@ -25,6 +26,9 @@ type Metrics struct {
 	latency      *prometheus.HistogramVec
 	turns        *prometheus.CounterVec
 	turnDuration prometheus.Histogram
+	turnWait     prometheus.Histogram
+	commits      *prometheus.CounterVec
+	commitWait   prometheus.Histogram
 }
 
 // New returns the metrics of one server, with the Go runtime's and the
@@ -50,10 +54,26 @@ func New() *Metrics {
 			Help:    "Time to run one bot turn.",
 			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60},
 		}),
+		turnWait: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "parley_turn_wait_seconds",
+			Help:    "Time a conversation with turns to run waited for a turn worker.",
+			Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
+		}),
+		commits: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "parley_commits_total",
+			Help: "Writes of the chat pipeline (messages, events, turns' completions) committed or failed, by outcome.",
+		}, []string{"outcome"}),
+		commitWait: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "parley_commit_duration_seconds",
+			Help:    "Time from a chat pipeline write's submission to its outcome: the wait for its group commit, then the commit.",
+			Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
+		}),
 	}
 	m.turns.WithLabelValues("ok")
 	m.turns.WithLabelValues("failed")
-	m.reg.MustRegister(m.requests, m.latency, m.turns, m.turnDuration,
+	m.commits.WithLabelValues("ok")
+	m.commits.WithLabelValues("failed")
+	m.reg.MustRegister(m.requests, m.latency, m.turns, m.turnDuration, m.turnWait, m.commits, m.commitWait,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -96,6 +116,20 @@ func (m *Metrics) TurnRan(d time.Duration, failed bool) {
 	}
 	m.turns.WithLabelValues(outcome).Inc()
 	m.turnDuration.Observe(d.Seconds())
+}
+
+// RunWaited implements turns.TurnObserver.
+func (m *Metrics) RunWaited(d time.Duration) { m.turnWait.Observe(d.Seconds()) }
+
+// CommitDone counts a chat pipeline write and times its wait for the
+// commit (app wraps the store's Committer with it).
+func (m *Metrics) CommitDone(d time.Duration, failed bool) {
+	outcome := "ok"
+	if failed {
+		outcome = "failed"
+	}
+	m.commits.WithLabelValues(outcome).Inc()
+	m.commitWait.Observe(d.Seconds())
 }
 
 // Instrument counts and times every request by the pattern of the route

@@ -48,10 +48,12 @@ type DispatcherOptions struct {
 	Observer TurnObserver
 }
 
-// TurnObserver is told about every turn the dispatcher ran to its end:
-// how long it took and whether it failed.
+// TurnObserver is told about every turn the dispatcher ran to its end
+// (how long it took and whether it failed) and about every conversation a
+// worker took (how long it waited in the queue for one).
 type TurnObserver interface {
 	TurnRan(d time.Duration, failed bool)
+	RunWaited(d time.Duration)
 }
 
 // DefaultLeaseTTL is the conversation lease's default TTL: a takeover
@@ -278,9 +280,12 @@ func (d *Dispatcher) prune() {
 
 func (d *Dispatcher) work() {
 	for {
-		ref, ok := d.queue.next()
+		ref, since, ok := d.queue.take()
 		if !ok {
 			return
+		}
+		if d.o.Observer != nil {
+			d.o.Observer.RunWaited(time.Since(since))
 		}
 		var wait time.Duration
 		busy := d.runConversation(ref, &wait)

@@ -83,21 +83,27 @@ func (q *Queue) notifyRetry(ref model.ConversationRef, retries int) {
 // next waits for a conversation to run; ok is false once the queue is
 // closed.
 func (q *Queue) next() (ref model.ConversationRef, ok bool) {
+	ref, _, ok = q.take()
+	return ref, ok
+}
+
+// take is next that also tells since when the conversation was queued.
+func (q *Queue) take() (ref model.ConversationRef, since time.Time, ok bool) {
 	q.mu.Lock()
 	for len(q.queue) == 0 && !q.closed {
 		q.cond.Wait()
 	}
 	if q.closed {
 		q.mu.Unlock()
-		return ref, false
+		return ref, since, false
 	}
-	ref = q.queue[0].ref
+	ref, since = q.queue[0].ref, q.queue[0].since
 	q.queue[0] = queued{}
 	q.queue = q.queue[1:]
 	q.state[ref].dirty = false
 	q.mu.Unlock()
 	q.freed()
-	return ref, true
+	return ref, since, true
 }
 
 // freed lets the doors admit a waiting message: a worker took a
