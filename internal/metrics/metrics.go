@@ -31,6 +31,9 @@ type Metrics struct {
 	commitWait   prometheus.Histogram
 }
 
+// waitBuckets are those of the chat pipeline's waits, from 100 µs.
+var waitBuckets = []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}
+
 // New returns the metrics of one server, with the Go runtime's and the
 // process's collectors.
 func New() *Metrics {
@@ -57,7 +60,7 @@ func New() *Metrics {
 		turnWait: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "parley_turn_wait_seconds",
 			Help:    "Time a conversation with turns to run waited for a turn worker.",
-			Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
+			Buckets: waitBuckets,
 		}),
 		commits: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "parley_commits_total",
@@ -66,7 +69,7 @@ func New() *Metrics {
 		commitWait: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "parley_commit_duration_seconds",
 			Help:    "Time from a chat pipeline write's submission to its outcome: the wait for its group commit, then the commit.",
-			Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
+			Buckets: waitBuckets,
 		}),
 	}
 	m.turns.WithLabelValues("ok")
@@ -110,12 +113,16 @@ func (m *Metrics) DBStats(stats func() sql.DBStats) {
 
 // TurnRan implements turns.TurnObserver.
 func (m *Metrics) TurnRan(d time.Duration, failed bool) {
-	outcome := "ok"
-	if failed {
-		outcome = "failed"
-	}
-	m.turns.WithLabelValues(outcome).Inc()
+	m.turns.WithLabelValues(outcome(failed)).Inc()
 	m.turnDuration.Observe(d.Seconds())
+}
+
+// outcome is the label of a turn's or a write's outcome.
+func outcome(failed bool) string {
+	if failed {
+		return "failed"
+	}
+	return "ok"
 }
 
 // RunWaited implements turns.TurnObserver.
@@ -124,11 +131,7 @@ func (m *Metrics) RunWaited(d time.Duration) { m.turnWait.Observe(d.Seconds()) }
 // CommitDone counts a chat pipeline write and times its wait for the
 // commit (app wraps the store's Committer with it).
 func (m *Metrics) CommitDone(d time.Duration, failed bool) {
-	outcome := "ok"
-	if failed {
-		outcome = "failed"
-	}
-	m.commits.WithLabelValues(outcome).Inc()
+	m.commits.WithLabelValues(outcome(failed)).Inc()
 	m.commitWait.Observe(d.Seconds())
 }
 
