@@ -360,6 +360,7 @@ func runEngine(o options, engine, dir string) (map[string]float64, error) {
 	fmt.Printf("\n## Goals 2 and 3: user message → bot reply on SSE, open loop over %d conversations\n\n", o.convs)
 	fmt.Println("| target | rate/s | sent | 2xx | 429 | reply p50 | reply p99 | no reply | backlog cleared after |")
 	fmt.Println("|---|---|---|---|---|---|---|---|---|")
+	var stages []string
 	for _, p := range ps {
 		rep, err := listen(p.chat.base, p.open)
 		if err != nil {
@@ -370,6 +371,7 @@ func runEngine(o options, engine, dir string) (map[string]float64, error) {
 			rates = append(rates, int(2*s))
 		}
 		for i, rate := range rates {
+			before := readHists(p.url, stageMetrics)
 			r := openLoop(p.chat.base, p.open, rep, rate, o.rateDuration, fmt.Sprintf("o%d-", i), 15*time.Second)
 			tag := ""
 			if i == len(o.rates) {
@@ -377,9 +379,20 @@ func runEngine(o options, engine, dir string) (map[string]float64, error) {
 			}
 			fmt.Printf("| %s | %d%s | %d | %d | %d | %s | %s | %d | %s |\n", p.name, rate, tag, r.sent, r.ok, r.shed,
 				ms(pct(r.replyLat, r.missing, 0.5)), ms(pct(r.replyLat, r.missing, 0.99)), r.missing, ms(r.drain))
+			stages = append(stages, stagesRow(p.name, rate, tag, stageCells(before, readHists(p.url, stageMetrics), r.ok)))
 			time.Sleep(time.Second)
 		}
 		rep.close()
+	}
+	// Where the replies' time went, by the servers' own histograms
+	// (quantiles within their buckets): each write's wait for its commit
+	// (a user's message, then the turn's completion with the reply), a
+	// conversation's wait for a turn worker, the bot's turn.
+	fmt.Println("\nWhere the time went, from each build's /metrics during each rate (quantiles interpolated within the histograms' buckets):")
+	fmt.Println()
+	fmt.Println(stagesHeader())
+	for _, row := range stages {
+		fmt.Println(row)
 	}
 
 	fmt.Println()

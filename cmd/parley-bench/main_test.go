@@ -56,6 +56,17 @@ func TestBenchRuns(t *testing.T) {
 	if a := fanoutArrivals(out); a["parley"] != 5*fanouts {
 		t.Errorf("fan-out arrivals by target = %v, want parley: %d (5 listeners × %d messages)", a, 5*fanouts, fanouts)
 	}
+	// The stages table, from this build's metrics: at least the user's
+	// message and the turn's completion were committed per message.
+	_, stages, _ := strings.Cut(out, stagesHeader())
+	row, _, _ := strings.Cut(strings.TrimSpace(stages), "\n")
+	cells := strings.Split(strings.Trim(row, "| "), " | ")
+	if len(cells) != 9 || cells[0] != "parley" || slices.Contains(cells, "–") {
+		t.Fatalf("stages row = %q", row)
+	}
+	if n, err := strconv.ParseFloat(cells[2], 64); err != nil || n < 2 {
+		t.Errorf("commits per message = %q, want at least 2", cells[2])
+	}
 }
 
 // fanoutArrivals reads the arrivals column of goal 4's table by target.
