@@ -24,10 +24,11 @@ import (
 //
 // Writes are spread over shards by conversation: a shard commits one batch
 // at a time, so a conversation's writes keep their order and two batches
-// never hold the same conversation's rows. With more than one shard, a
-// batch holds only Local writes: a write that is not commits alone, in its
-// place in its shard's order, so that batches committing side by side
-// never take rows they share in different orders (a deadlock).
+// never hold the same conversation's rows. With localOnly, a batch holds
+// only Local writes: a write that is not commits alone, in its place in
+// its shard's order, so that batches committing side by side (of several
+// shards, or of several processes on one database) never take rows they
+// share in different orders (a deadlock).
 //
 // There is no timer: a write that finds its shard idle starts a batch,
 // which takes everything queued (at most maxBatch) and loops until the
@@ -47,10 +48,11 @@ type RunTx func(ctx context.Context, fn func(ctx context.Context, tx Store) erro
 
 // GroupCommitter implements Committer with group commit.
 type GroupCommitter struct {
-	run    RunTx
-	after  AfterCommit
-	seed   maphash.Seed
-	shards []*shard
+	run       RunTx
+	after     AfterCommit
+	seed      maphash.Seed
+	shards    []*shard
+	localOnly bool
 }
 
 type shard struct {
@@ -68,9 +70,10 @@ type queued struct {
 }
 
 // NewGroupCommitter commits with run, over shards shards (at least one),
-// telling after of every committed write.
-func NewGroupCommitter(shards int, run RunTx, after AfterCommit) *GroupCommitter {
-	g := &GroupCommitter{run: run, after: after, seed: maphash.MakeSeed(), shards: make([]*shard, max(shards, 1))}
+// batching only Local writes when localOnly is set, and tells after of
+// every committed write.
+func NewGroupCommitter(shards int, localOnly bool, run RunTx, after AfterCommit) *GroupCommitter {
+	g := &GroupCommitter{run: run, after: after, seed: maphash.MakeSeed(), shards: make([]*shard, max(shards, 1)), localOnly: localOnly}
 	for i := range g.shards {
 		g.shards[i] = &shard{}
 	}
@@ -107,7 +110,7 @@ func (g *GroupCommitter) loop(sh *shard) {
 	for {
 		sh.mu.Lock()
 		n := min(len(sh.queue), maxBatch)
-		if len(g.shards) > 1 {
+		if g.localOnly {
 			for i, q := range sh.queue[:n] {
 				if !q.w.Local {
 					n = max(i, 1) // the local writes before it, or it alone

@@ -12,8 +12,8 @@ import (
 
 // TestGroupCommitterBatches checks how writes are grouped into
 // transactions: one shard batches every write queued behind a running
-// transaction; with several shards a write that is not Local commits
-// alone, in its place in its conversation's order; a failed batch is
+// transaction; with localOnly (one shard or several) a write that is not
+// Local commits alone, in its place in its conversation's order; a failed batch is
 // retried one write per transaction, the failing write alone failing; and
 // the after-commit hook sees the committed writes, each conversation's in
 // order.
@@ -24,15 +24,17 @@ func TestGroupCommitterBatches(t *testing.T) {
 	}
 	bad := errors.New("bad write")
 	cases := []struct {
-		name   string
-		shards int
-		writes []string // "conv:name", "!" before a name: not Local, "x" before: fails
-		want   [][]string
+		name      string
+		shards    int
+		localOnly bool
+		writes    []string // "conv:name", "!" before a name: not Local, "x" before: fails
+		want      [][]string
 	}{
-		{"one shard batches all", 1, []string{"a:1", "a:!2", "a:3"}, [][]string{{"a:0"}, {"a:1", "a:!2", "a:3"}}},
-		{"shards: not local alone, in order", 2, []string{"a:1", "a:!2", "a:3"}, [][]string{{"a:0"}, {"a:1"}, {"a:!2"}, {"a:3"}}},
-		{"shards: local ones batched", 2, []string{"a:1", "a:2", "a:3"}, [][]string{{"a:0"}, {"a:1", "a:2", "a:3"}}},
-		{"a failed batch, each alone", 1, []string{"a:1", "a:x2", "a:3"}, [][]string{{"a:0"}, {"a:1"}, {"a:3"}}},
+		{"one shard batches all", 1, false, []string{"a:1", "a:!2", "a:3"}, [][]string{{"a:0"}, {"a:1", "a:!2", "a:3"}}},
+		{"one shard, local only: not local alone, in order", 1, true, []string{"a:1", "a:!2", "a:3"}, [][]string{{"a:0"}, {"a:1"}, {"a:!2"}, {"a:3"}}},
+		{"shards: not local alone, in order", 2, true, []string{"a:1", "a:!2", "a:3"}, [][]string{{"a:0"}, {"a:1"}, {"a:!2"}, {"a:3"}}},
+		{"shards: local ones batched", 2, true, []string{"a:1", "a:2", "a:3"}, [][]string{{"a:0"}, {"a:1", "a:2", "a:3"}}},
+		{"a failed batch, each alone", 1, false, []string{"a:1", "a:x2", "a:3"}, [][]string{{"a:0"}, {"a:1"}, {"a:3"}}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -54,7 +56,7 @@ func TestGroupCommitterBatches(t *testing.T) {
 			var announced []string
 			var mu sync.Mutex
 			specs := map[*store.Write]string{}
-			g := store.NewGroupCommitter(tc.shards, run, func(w *store.Write) {
+			g := store.NewGroupCommitter(tc.shards, tc.localOnly, run, func(w *store.Write) {
 				mu.Lock()
 				announced = append(announced, specs[w])
 				mu.Unlock()

@@ -10,7 +10,7 @@ import (
 // in one shard: SQLite has a single writer, whose commit (WAL append, lock
 // round, and the writer's queue) is then paid once per batch.
 func (db *DB) NewCommitter(after store.AfterCommit) store.Committer {
-	return store.NewGroupCommitter(1, func(ctx context.Context, fn func(context.Context, store.Store) error) error {
+	return store.NewGroupCommitter(1, false, func(ctx context.Context, fn func(context.Context, store.Store) error) error {
 		// On the pinned connection: the single writer's page cache and
 		// prepared statements stay warm from batch to batch.
 		err := db.InPinnedTx(ctx, func(tx store.Store) error { return fn(ctx, tx) })
