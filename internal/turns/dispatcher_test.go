@@ -534,3 +534,33 @@ func TestDispatcherFencedWritesRenewTheLease(t *testing.T) {
 		t.Fatalf("turns ran %v", got)
 	}
 }
+
+// TestDispatcherRenewsDuringALongTurn: a turn that runs longer than the
+// lease's TTL keeps the lease through its run's renewals (a quarter TTL
+// after the last one), runs once and completes; another node cannot take
+// the conversation meanwhile.
+func TestDispatcherRenewsDuringALongTurn(t *testing.T) {
+	pg := testdb.Postgres(t)
+	db := &countingLeases{DB: pg}
+	ctx := context.Background()
+	bot := newRecordingBot(time.Second)
+	f := newChatFixture(t, db, bot, turns.DispatcherOptions{Leases: true, Node: "a", LeaseTTL: 400 * time.Millisecond})
+	f.dispatcher.Start(ctx)
+	defer f.dispatcher.Stop()
+	conv, _ := f.chat.CreateConversation(ctx, f.caller, nil)
+	name := "turns:" + f.botID + ":" + conv.ID
+	f.post(t, conv.ID, "long")
+	waitUntil(t, "the lease taken", func() bool { return db.takes.Load() == 1 })
+	time.Sleep(600 * time.Millisecond) // past the TTL, the turn still running
+	if _, ok, err := pg.Leases().Take(ctx, name, "x", time.Second); err != nil || ok {
+		t.Fatalf("another node took the lease of a running turn (ok %v, err %v)", ok, err)
+	}
+	waitUntil(t, "the turn", func() bool { return bot.count() == 1 })
+	time.Sleep(300 * time.Millisecond) // a re-run would have started
+	if n := bot.count(); n != 1 {
+		t.Fatalf("the turn ran %d times", n)
+	}
+	if r := db.renews.Load(); r < 5 {
+		t.Fatalf("%d renewals in a 1 s turn with a 400 ms TTL, want about 10", r)
+	}
+}

@@ -89,8 +89,8 @@ func (d *Dispatcher) lease(ctx context.Context, cancel context.CancelFunc, ref m
 		d.held[ref] = time.Now()
 	}
 	d.heldMu.Unlock()
-	// Renew while working (one UPDATE a quarter TTL, unless a fenced write
-	// renewed it meanwhile); a lease taken over stops this run at once, and
+	// Renew while working (one UPDATE a quarter TTL after the last renewal,
+	// a fenced write's included); a lease taken over stops this run at once, and
 	// the fence on the turn's completion refuses whatever it still tries to
 	// commit. A failing renewal is retried until the lease would have
 	// expired.
@@ -98,23 +98,29 @@ func (d *Dispatcher) lease(ctx context.Context, cancel context.CancelFunc, ref m
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		t := time.NewTicker(d.o.LeaseTTL / 4)
+		// A quarter TTL after the last renewal, whoever made it: a fenced
+		// write's renewal puts the next one off.
+		every := d.o.LeaseTTL / 4
+		t := time.NewTimer(every - since())
 		defer t.Stop()
 		for {
 			select {
 			case <-ctx.Done():
 				return
 			case <-t.C:
-				if since() < d.o.LeaseTTL/4 {
+				if wait := every - since(); wait > 0 {
+					t.Reset(wait)
 					continue
 				}
 				at := time.Now()
 				ok, err := d.store.Leases().Renew(ctx, name, d.o.Node, epoch, d.o.LeaseTTL)
 				if err == nil && ok {
 					last.Store(at.UnixNano())
+					t.Reset(every)
 					continue
 				}
 				if err != nil && since() < d.o.LeaseTTL {
+					t.Reset(every)
 					continue
 				}
 				if ctx.Err() == nil {
