@@ -440,16 +440,12 @@ func TestDispatcherReleasesStaleParkedLease(t *testing.T) {
 	db := &takeFailer{DB: pg}
 	ctx := context.Background()
 	bot := newRecordingBot(300 * time.Millisecond)
-	f := newChatFixture(t, db, bot, turns.DispatcherOptions{Leases: true, Node: "a", LeaseTTL: 600 * time.Millisecond})
-	f.dispatcher.Start(ctx)
-	defer f.dispatcher.Stop()
-	conv, _ := f.chat.CreateConversation(ctx, f.caller, nil)
-	name := "turns:" + f.botID + ":" + conv.ID
-	f.post(t, conv.ID, "0")
+	f, conv, name := startLeased(t, db, bot, 600*time.Millisecond)
+	f.post(t, conv, "0")
 	waitUntil(t, "turn 0", func() bool { return bot.count() == 1 }) // at 300 ms
 	time.Sleep(225 * time.Millisecond)
 	db.armed.Store(true)
-	f.post(t, conv.ID, "1")
+	f.post(t, conv, "1")
 	waitUntil(t, "the failed Take", db.failed.Load)
 	deadline := time.Now().Add(250 * time.Millisecond)
 	for {
@@ -469,6 +465,21 @@ func TestDispatcherReleasesStaleParkedLease(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitUntil(t, "turn 1, run once the lease is free", func() bool { return bot.count() == 2 })
+}
+
+// startLeased starts node "a" with leases of ttl on db, running bot, and
+// creates a conversation: the fixture, the conversation and its lease's
+// name. The dispatcher stops with the test.
+func startLeased(t *testing.T, db store.DB, bot turns.Bot, ttl time.Duration) (f *chatFixture, conv, lease string) {
+	t.Helper()
+	f = newChatFixture(t, db, bot, turns.DispatcherOptions{Leases: true, Node: "a", LeaseTTL: ttl})
+	f.dispatcher.Start(context.Background())
+	t.Cleanup(f.dispatcher.Stop)
+	c, err := f.chat.CreateConversation(context.Background(), f.caller, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f, c.ID, "turns:" + f.botID + ":" + c.ID
 }
 
 // countingLeases counts the lease statements a dispatcher makes of its own.
@@ -506,13 +517,9 @@ func TestDispatcherFencedWritesRenewTheLease(t *testing.T) {
 	db := &countingLeases{DB: pg}
 	ctx := context.Background()
 	bot := newRecordingBot(0)
-	f := newChatFixture(t, db, bot, turns.DispatcherOptions{Leases: true, Node: "a", LeaseTTL: 800 * time.Millisecond})
-	f.dispatcher.Start(ctx)
-	defer f.dispatcher.Stop()
-	conv, _ := f.chat.CreateConversation(ctx, f.caller, nil)
-	name := "turns:" + f.botID + ":" + conv.ID
+	f, conv, name := startLeased(t, db, bot, 800*time.Millisecond)
 	for i := range 12 {
-		f.post(t, conv.ID, fmt.Sprint(i))
+		f.post(t, conv, fmt.Sprint(i))
 		waitUntil(t, fmt.Sprint("turn ", i), func() bool { return bot.count() == i+1 })
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -530,7 +537,7 @@ func TestDispatcherFencedWritesRenewTheLease(t *testing.T) {
 		}
 		return ok
 	})
-	if got := bot.seen[conv.ID]; len(got) != 12 {
+	if got := bot.seen[conv]; len(got) != 12 {
 		t.Fatalf("turns ran %v", got)
 	}
 }
@@ -544,12 +551,8 @@ func TestDispatcherRenewsDuringALongTurn(t *testing.T) {
 	db := &countingLeases{DB: pg}
 	ctx := context.Background()
 	bot := newRecordingBot(time.Second)
-	f := newChatFixture(t, db, bot, turns.DispatcherOptions{Leases: true, Node: "a", LeaseTTL: 400 * time.Millisecond})
-	f.dispatcher.Start(ctx)
-	defer f.dispatcher.Stop()
-	conv, _ := f.chat.CreateConversation(ctx, f.caller, nil)
-	name := "turns:" + f.botID + ":" + conv.ID
-	f.post(t, conv.ID, "long")
+	f, conv, name := startLeased(t, db, bot, 400*time.Millisecond)
+	f.post(t, conv, "long")
 	waitUntil(t, "the lease taken", func() bool { return db.takes.Load() == 1 })
 	time.Sleep(600 * time.Millisecond) // past the TTL, the turn still running
 	if _, ok, err := pg.Leases().Take(ctx, name, "x", time.Second); err != nil || ok {
