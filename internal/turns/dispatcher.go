@@ -306,7 +306,7 @@ func (d *Dispatcher) runConversation(ref model.ConversationRef, wait *time.Durat
 	ctx, cancel := context.WithCancel(d.ctx)
 	defer cancel()
 	var fence *store.Fence
-	renewed := func(time.Time) {}
+	var renewed func(at time.Time) // with leases
 	if d.o.Leases {
 		f, r, end, busy := d.lease(ctx, cancel, ref)
 		if busy {
@@ -316,8 +316,12 @@ func (d *Dispatcher) runConversation(ref model.ConversationRef, wait *time.Durat
 		defer end()
 	}
 	// fenced is the wait of a write fenced (and renewing the lease) since
-	// at: once it committed, the lease was renewed.
+	// at: once it committed, the lease was renewed. Without leases it is
+	// the write's wait itself.
 	fenced := func(at time.Time, wait func() error) func() error {
+		if renewed == nil {
+			return wait
+		}
 		return func() error {
 			err := wait()
 			if err == nil {
