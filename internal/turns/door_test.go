@@ -126,7 +126,7 @@ func TestDoor(t *testing.T) {
 		// A worker takes c1: the queue's head (c2) is fresh, and the
 		// newest waiter is let in; its release lets the next in, and so
 		// on.
-		if r, ok := q.next(); !ok || r != ref("c1") {
+		if r, _, ok := q.take(); !ok || r != ref("c1") {
 			t.Fatalf("next = %v %v", r, ok)
 		}
 		wg.Wait()
@@ -151,7 +151,7 @@ func TestDoor(t *testing.T) {
 				time.Sleep(time.Millisecond)
 			}
 		}
-		q.next() // the queue is empty, the worker idle: one is let in
+		q.take() // the queue is empty, the worker idle: one is let in
 		start := time.Now()
 		for range 2 {
 			if err := <-errs; err != nil {
@@ -179,7 +179,7 @@ func TestDoor(t *testing.T) {
 		for d.waiting.Load() != 1 {
 			time.Sleep(time.Millisecond)
 		}
-		q.next() // c2 is next and has waited a second too
+		q.take() // c2 is next and has waited a second too
 		refused(t, <-errc)
 	})
 	t.Run("a message that waited is admitted without waiting again", func(t *testing.T) {
@@ -203,7 +203,7 @@ func TestDoor(t *testing.T) {
 		for d.waiting.Load() != 1 {
 			time.Sleep(time.Millisecond)
 		}
-		q.next() // c2 is fresh
+		q.take() // c2 is fresh
 		w := <-done
 		if w.err != nil {
 			t.Fatal(w.err)

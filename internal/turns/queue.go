@@ -80,14 +80,8 @@ func (q *Queue) notifyRetry(ref model.ConversationRef, retries int) {
 	q.cond.Signal()
 }
 
-// next waits for a conversation to run; ok is false once the queue is
-// closed.
-func (q *Queue) next() (ref model.ConversationRef, ok bool) {
-	ref, _, ok = q.take()
-	return ref, ok
-}
-
-// take is next that also tells since when the conversation was queued.
+// take waits for a conversation to run and tells since when it was
+// queued; ok is false once the queue is closed.
 func (q *Queue) take() (ref model.ConversationRef, since time.Time, ok bool) {
 	q.mu.Lock()
 	for len(q.queue) == 0 && !q.closed {
