@@ -221,7 +221,7 @@ func (a *App) start(ctx context.Context, o options) error {
 		met.Gauge("parley_door_bound_seconds", "How long the conversation first in line may wait for a worker before new messages wait at the door (--max-turn-delay, or the automatic bound).",
 			func() float64 { b, _ := door.Bound(); return b.Seconds() })
 	}
-	a.chat = conversations.NewChat(a.db, commit, hub, door)
+	a.chat = conversations.NewChat(a.db, commit, hub, door, queue)
 	// callAction of '<integration>:<action>' calls the integration.
 	var actions runtimeapi.ActionCaller = actionRouter{integrations: integ.Actions, bots: sdkBots}
 	if o.actions != nil {
@@ -249,7 +249,8 @@ func (a *App) start(ctx context.Context, o options) error {
 	if leaseTTL <= 0 {
 		leaseTTL = turns.DefaultLeaseTTL
 	}
-	dispatcher := turns.NewDispatcher(a.db, commit, queue, resolver, a.log, turns.DispatcherOptions{Workers: a.cfg.TurnWorkers, Leases: pg, Alone: alone, Node: node, Observer: met, LeaseTTL: leaseTTL})
+	dispatcher := turns.NewDispatcher(a.db, commit, queue, resolver, a.log, turns.DispatcherOptions{Workers: a.cfg.TurnWorkers, Leases: pg, Alone: alone, Node: node, Observer: met, LeaseTTL: leaseTTL,
+		FoldWithin: foldWithin(a.cfg.FoldWithin)})
 	scheduler := turns.NewScheduler(botRuntime, turns.SchedulerOptions{Node: node, LeaseTTL: leaseTTL})
 	a.node, a.started, a.dispatcher, a.scheduler = node, time.Now(), dispatcher, scheduler
 	a.log.Info("node started", "node", node, "lease_ttl", leaseTTL.String(), "leases", pg)
@@ -507,4 +508,13 @@ func (a *App) MetricsURL() string {
 		return "http://" + a.metricsListener.Addr().String() + "/metrics"
 	}
 	return a.URL + "/metrics"
+}
+
+// foldWithin is the dispatcher's FoldWithin for the configured one, whose
+// zero means never.
+func foldWithin(d time.Duration) time.Duration {
+	if d <= 0 {
+		return -1
+	}
+	return d
 }

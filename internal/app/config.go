@@ -17,6 +17,7 @@ import (
 	"github.com/parley-bots/parley/internal/httpapi/httpx"
 	"github.com/parley-bots/parley/internal/llm"
 	"github.com/parley-bots/parley/internal/realtime"
+	"github.com/parley-bots/parley/internal/turns"
 )
 
 // Config is everything `parley serve` can be told, by flag or environment.
@@ -55,6 +56,10 @@ type Config struct {
 	// TurnWorkers bounds how many conversations' turns run at once; zero
 	// takes turns.DefaultWorkers (8 per core, 16 on PostgreSQL).
 	TurnWorkers int
+	// FoldWithin is how long a user's message may wait for its code bot's
+	// answer to commit with it (turns.Dispatcher.Fold; SQLite); zero or
+	// negative: never.
+	FoldWithin time.Duration
 	// MaxMessagesInFlight bounds the users' messages being stored at once
 	// (above it 429, turns.Door); zero takes turns.DefaultMaxInFlight,
 	// negative has no bound.
@@ -180,6 +185,15 @@ func LoadConfig(args []string, getenv func(string) string, stderr io.Writer) (Co
 	})
 	if v := getenv("PARLEY_LEASE_TTL"); v != "" {
 		envErrs = append(envErrs, fs.Set("lease-ttl", v))
+	}
+	fs.Func("fold-within", "on SQLite, how long a user's message may wait for its code bot's answer, to be stored with it in one commit; the answer of a slower turn, or one that calls the Runtime API, is stored apart; 0: never (PARLEY_FOLD_WITHIN, default 5ms)", func(v string) error {
+		d, err := time.ParseDuration(v)
+		c.FoldWithin = d
+		return err
+	})
+	c.FoldWithin = turns.DefaultFoldWithin
+	if v := getenv("PARLEY_FOLD_WITHIN"); v != "" {
+		envErrs = append(envErrs, fs.Set("fold-within", v))
 	}
 	fs.StringVar(&c.EmbeddingsURL, "embeddings-url", env("PARLEY_EMBEDDINGS_URL", ""), "an OpenAI-compatible /v1/embeddings URL for semantic search of knowledge bases (e.g. http://127.0.0.1:11434/v1/embeddings); empty: full-text search only, nothing leaves the machine; key: PARLEY_EMBEDDINGS_API_KEY (PARLEY_EMBEDDINGS_URL)")
 	fs.StringVar(&c.EmbeddingsModel, "embeddings-model", env("PARLEY_EMBEDDINGS_MODEL", ""), "the model asked of --embeddings-url (PARLEY_EMBEDDINGS_MODEL)")

@@ -49,6 +49,7 @@ func get(t *testing.T, url string, header ...string) (*http.Response, []byte) {
 func TestMetricsScrapedAndParsed(t *testing.T) {
 	cfg := testapp.Config(t, "")
 	cfg.MetricsAddr = "127.0.0.1:0"
+	cfg.FoldWithin = 0 // the turn waits in the queue (a folded one runs at once)
 	a := testapp.Start(t, cfg)
 	ws := defaultWorkspace(t, a)
 	adminCall(t, a, ws, "GET", "/v1/admin/bots", "")

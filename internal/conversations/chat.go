@@ -25,6 +25,7 @@ type Chat struct {
 	commit  store.Committer
 	streams StreamCloser
 	door    Door
+	folder  Folder
 	cache   caches // read caches of the hot path (cache.go)
 }
 
@@ -59,8 +60,15 @@ type StreamCloser interface {
 
 // NewChat returns the Chat API's use cases; door (may be nil) bounds the
 // turns waiting for the bots.
-func NewChat(st store.Store, commit store.Committer, streams StreamCloser, door Door) *Chat {
-	return &Chat{store: st, commit: commit, streams: streams, door: door}
+func NewChat(st store.Store, commit store.Committer, streams StreamCloser, door Door, folder Folder) *Chat {
+	return &Chat{store: st, commit: commit, streams: streams, door: door, folder: folder}
+}
+
+// Folder commits a user's message with its bot's answer when the bot
+// answers at once (turns.Queue.Fold); ok is false when it did nothing,
+// and the message is committed as any write. Nil: always so.
+type Folder interface {
+	Fold(ctx context.Context, w *store.Write, m *model.Message) (ok bool, err error)
 }
 
 // BotChanged forgets what the caches hold of a bot whose integrations

@@ -104,12 +104,23 @@ func (s *Chat) createIncomingMessage(ctx context.Context, c *Caller, in Incoming
 		UserID: c.UserID, CreatedAt: m.CreatedAt}
 	sig := &model.Signal{BotID: c.BotID, ConversationID: convID, Type: model.SignalMessageCreated,
 		Data: wire.MessageCreatedData(m, false), CreatedAt: m.CreatedAt}
-	err := s.commit.Commit(ctx, &store.Write{Signal: sig, Turn: turn, Local: true,
-		Apply: func(ctx context.Context, tx store.Store) error { return tx.Chat().CreateMessage(ctx, m) }})
-	if err != nil {
+	w := &store.Write{Signal: sig, Turn: turn, Local: true,
+		Apply: func(ctx context.Context, tx store.Store) error { return tx.Chat().CreateMessage(ctx, m) }}
+	if err := s.commitMessage(ctx, w, m); err != nil {
 		return nil, err
 	}
 	return m, nil
+}
+
+// commitMessage commits a user's message: with its bot's answer when the
+// Folder can, else alone.
+func (s *Chat) commitMessage(ctx context.Context, w *store.Write, m *model.Message) error {
+	if s.folder != nil {
+		if ok, err := s.folder.Fold(ctx, w, m); ok {
+			return err
+		}
+	}
+	return s.commit.Commit(ctx, w)
 }
 
 // commitSignal runs write, appends sig and enqueues turn (if any) in one

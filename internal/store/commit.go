@@ -38,14 +38,38 @@ type Write struct {
 	// the write commits nothing, failing with ErrFenced, once another node
 	// took over the lease it was done under.
 	Fence *Fence
+	// Then, when set, completes Turn in the same transaction (a user's
+	// message whose bot answered before it was committed: the dispatcher's
+	// Fold): it runs after Turn is enqueued, and only when Turn got
+	// ThenSeq, the number that follows the conversation's last turn as the
+	// bot's run began; another turn in between leaves Turn pending, for the
+	// dispatcher to run again in order. ThenRan tells which once the write
+	// ran.
+	Then    *Write
+	ThenSeq int64
+	thenRan bool
 }
 
-// Signals are the write's signals in order: Signal, then More.
+// ThenRan tells whether Then ran in the write's transaction (meaningful
+// once the write committed): its turn is then done, and Then's signals
+// follow the write's.
+func (w *Write) ThenRan() bool { return w.thenRan }
+
+// Signals are the write's signals in order: Signal, then More, then
+// Then's when it ran.
 func (w *Write) Signals() []*model.Signal {
-	if w.Signal == nil {
+	var then []*model.Signal
+	if w.thenRan {
+		then = w.Then.Signals()
+	}
+	if w.Signal == nil && len(then) == 0 {
 		return w.More
 	}
-	return append([]*model.Signal{w.Signal}, w.More...)
+	out := make([]*model.Signal, 0, 1+len(w.More)+len(then))
+	if w.Signal != nil {
+		out = append(out, w.Signal)
+	}
+	return append(append(out, w.More...), then...)
 }
 
 // Conversation is the conversation the write belongs to: Ref, or its
@@ -69,6 +93,7 @@ func (w *Write) Conversation() model.ConversationRef {
 // committed: in a pipelined transaction the engine may fill them in only
 // then (WithReturnedRow).
 func (w *Write) Run(ctx context.Context, tx Store) error {
+	w.thenRan = false
 	if w.Fence != nil {
 		if err := tx.Leases().Check(ctx, *w.Fence); err != nil {
 			return err
@@ -92,7 +117,14 @@ func (w *Write) Run(ctx context.Context, tx Store) error {
 		}
 		err = tx.Signals().AppendSignal(ctx, sg)
 	}
-	return err
+	if err != nil || w.Then == nil || w.Turn == nil || w.Turn.Seq != w.ThenSeq {
+		return err
+	}
+	if err := w.Then.Run(ctx, tx); err != nil {
+		return err
+	}
+	w.thenRan = true
+	return nil
 }
 
 // AfterCommit is told of every committed write, in commit order: it

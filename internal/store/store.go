@@ -312,6 +312,21 @@ type States interface {
 	// conversation (nil when gone) and their states and the bot's (nil
 	// when not stored).
 	GetTurn(ctx context.Context, botID, userID, conversationID string) (TurnStart, error)
+	// GetIdleTurn is GetTurn with, in the same read, whether the
+	// conversation is idle and the number of its last turn.
+	GetIdleTurn(ctx context.Context, botID, userID, conversationID string) (IdleTurn, error)
+}
+
+// IdleTurn is what a turn starts with, read before its message is
+// committed (States.GetIdleTurn; the dispatcher's Fold).
+type IdleTurn struct {
+	Start TurnStart
+	// Idle is set when the conversation has no pending turn and is not in
+	// handoff: a new turn would be the next to run.
+	Idle bool
+	// TurnSeq is the conversation's last turn number (conversations.turn_seq):
+	// the next turn enqueued gets TurnSeq+1 unless another came in between.
+	TurnSeq int64
 }
 
 // TurnStart is what a turn starts with (States.GetTurn).

@@ -199,6 +199,11 @@ func (cb *codeBot) HandleTurn(ctx context.Context, in *TurnInput, out BotOutput)
 // logs are committed with the turn's completion.
 func (cb *codeBot) HoldsEffects() bool { return true }
 
+// foldable: a code bot's turn steps outside what its completion holds
+// only through its host, which tells the turn's effectGate first, so its
+// turn may run before its message is committed (Dispatcher.Fold).
+func (cb *codeBot) foldable() {}
+
 // prepareTurn builds the runtime input of a turn (all but the code): the
 // event object, the stored message, user and conversation, and the states.
 // bases (ids or names; empty: all) are the knowledge bases event.kb
@@ -354,11 +359,23 @@ type botHost struct {
 	called atomic.Bool
 }
 
+// outside is called before the host steps outside what the turn's
+// completion holds (effectGate).
+func (h *botHost) outside(ctx context.Context) error {
+	if g, ok := h.out.(effectGate); ok {
+		return g.beforeOutside(ctx)
+	}
+	return nil
+}
+
 // Call runs a Runtime API operation through the Runtime API's use cases.
 func (h *botHost) Call(ctx context.Context, op string, input map[string]any) (map[string]any, error) {
 	h.called.Store(true)
 	if op == "requestHandoff" {
 		return h.requestHandoff(ctx, input)
+	}
+	if err := h.outside(ctx); err != nil {
+		return nil, err
 	}
 	if h.api == nil {
 		return nil, model.Errorf(model.ErrMethodNotFound, "client.%s is not available", op)
@@ -414,6 +431,9 @@ func (h *botHost) CreateEvent(ctx context.Context, conversationID string, payloa
 }
 
 func (h *botHost) GetMessage(ctx context.Context, id string) (map[string]any, error) {
+	if err := h.outside(ctx); err != nil {
+		return nil, err
+	}
 	m, err := h.store.Chat().GetMessage(ctx, h.botID, id)
 	if err != nil {
 		return nil, err
@@ -423,6 +443,9 @@ func (h *botHost) GetMessage(ctx context.Context, id string) (map[string]any, er
 }
 
 func (h *botHost) ListMessages(ctx context.Context, conversationID, nextToken string) ([]map[string]any, string, error) {
+	if err := h.outside(ctx); err != nil {
+		return nil, "", err
+	}
 	ms, next, err := h.store.Chat().ListMessages(ctx, h.botID, conversationID, store.Page{Token: nextToken})
 	if err != nil {
 		return nil, "", err
@@ -436,6 +459,9 @@ func (h *botHost) ListMessages(ctx context.Context, conversationID, nextToken st
 }
 
 func (h *botHost) GetUser(ctx context.Context, id string) (map[string]any, error) {
+	if err := h.outside(ctx); err != nil {
+		return nil, err
+	}
 	u, err := h.store.Chat().GetUser(ctx, h.botID, id)
 	if err != nil {
 		return nil, err
@@ -444,6 +470,9 @@ func (h *botHost) GetUser(ctx context.Context, id string) (map[string]any, error
 }
 
 func (h *botHost) GetConversation(ctx context.Context, id string) (map[string]any, error) {
+	if err := h.outside(ctx); err != nil {
+		return nil, err
+	}
 	c, err := h.store.Chat().GetConversation(ctx, h.botID, id)
 	if err != nil {
 		return nil, err

@@ -46,6 +46,10 @@ type DispatcherOptions struct {
 	Node string
 	// Observer, when set, is told about every turn that ran (metrics).
 	Observer TurnObserver
+	// FoldWithin is how long a user's message waits for its bot's turn to
+	// commit with it (Fold; default DefaultFoldWithin, negative: never).
+	// Without leases only.
+	FoldWithin time.Duration
 }
 
 // TurnObserver is told about every turn the dispatcher ran to its end
@@ -98,6 +102,12 @@ type Dispatcher struct {
 	parked      map[model.ConversationRef]*parked
 	releasing   map[model.ConversationRef]chan struct{}
 	parkStopped bool
+
+	// folds are the Folds under way (fold.go), which Stop waits for.
+	foldMu       sync.Mutex
+	foldStopped  bool
+	foldsRunning int
+	folds        sync.WaitGroup
 }
 
 type turnKey struct {
@@ -135,6 +145,9 @@ func NewDispatcher(st store.Store, commit store.Committer, queue *Queue, bots Re
 	if o.TurnTimeout <= 0 {
 		o.TurnTimeout = 60 * time.Second
 	}
+	if o.FoldWithin == 0 {
+		o.FoldWithin = DefaultFoldWithin
+	}
 	if o.Sweep <= 0 {
 		o.Sweep = 10 * time.Second
 		if o.Leases {
@@ -144,8 +157,11 @@ func NewDispatcher(st store.Store, commit store.Committer, queue *Queue, bots Re
 	if o.Node == "" {
 		o.Node = model.NewNodeID()
 	}
-	return &Dispatcher{store: st, commit: commit, queue: queue, bots: bots, log: log, o: o, retries: map[turnKey]int{}, held: map[model.ConversationRef]time.Time{},
+	d := &Dispatcher{store: st, commit: commit, queue: queue, bots: bots, log: log, o: o, retries: map[turnKey]int{}, held: map[model.ConversationRef]time.Time{},
 		parked: map[model.ConversationRef]*parked{}, releasing: map[model.ConversationRef]chan struct{}{}}
+	fold := d.Fold
+	queue.fold.Store(&fold)
+	return d
 }
 
 // Start runs the workers and recovers the turns left pending (by a crash
@@ -212,11 +228,15 @@ func (d *Dispatcher) Stop() {
 		}
 		d.log.Info("turns: handing over", "node", d.o.Node, "held_conversations", n, "conversations", conv)
 	}
+	d.foldMu.Lock()
+	d.foldStopped = true
+	d.foldMu.Unlock()
 	d.queue.close()
 	if d.cancel != nil {
 		d.cancel()
 	}
 	d.wg.Wait()
+	d.folds.Wait()
 	d.releaseParked()
 }
 
@@ -395,7 +415,7 @@ func (d *Dispatcher) runConversation(ref model.ConversationRef, wait *time.Durat
 			stopTurn := context.AfterFunc(ctx, func() { time.AfterFunc(turnStopGrace, tcancel) })
 			started := time.Now()
 			key := turnKey{ref, t.Seq}
-			out, err := d.runTurn(tctx, p, d.attempt(key))
+			out, err := d.runTurn(tctx, p, d.attempt(key), nil)
 			stopTurn()
 			interrupted := tctx.Err() != nil && ctx.Err() != nil
 			tcancel()

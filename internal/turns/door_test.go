@@ -45,6 +45,33 @@ func TestDoor(t *testing.T) {
 		r2()
 		r3()
 	})
+	t.Run("a fold's age", func(t *testing.T) {
+		// A conversation claimed by a Fold waits in no queue: its age is
+		// the delay the door sees, until its run ends.
+		q := NewQueue()
+		d := q.Door(20*time.Millisecond, -1)
+		if !q.claim(ref("c")) {
+			t.Fatal("claim of an idle conversation refused")
+		}
+		if q.claim(ref("c")) {
+			t.Fatal("a claimed conversation claimed again")
+		}
+		time.Sleep(40 * time.Millisecond)
+		if q.Delay() < 20*time.Millisecond {
+			t.Fatalf("Delay during a long fold = %v", q.Delay())
+		}
+		_, err := d.Admit(ctx)
+		refused(t, err)
+		q.done(ref("c"), false)
+		if q.Delay() != 0 {
+			t.Fatalf("Delay once the fold ended = %v", q.Delay())
+		}
+		if r, err := d.Admit(ctx); err != nil {
+			t.Fatalf("after the fold: %v", err)
+		} else {
+			r()
+		}
+	})
 	t.Run("queue delay", func(t *testing.T) {
 		q := NewQueue()
 		d := q.Door(20*time.Millisecond, -1)

@@ -130,6 +130,24 @@ type turnOutput struct {
 	// startKept is set by a bot whose turn changed none of what a turn
 	// starts with (its user, conversation and states; startKeeper).
 	startKept bool
+	// gate, when set, runs before the turn's first step outside what its
+	// completion holds (a Runtime API call, a read of the store): the
+	// turn of a message not committed yet (Dispatcher.Fold) commits it
+	// first, so that nothing outside sees the turn before its message.
+	gate func(context.Context) error
+}
+
+// effectGate is the BotOutput of a turn that must be told before it
+// steps outside what its completion holds (turnOutput.gate).
+type effectGate interface {
+	beforeOutside(ctx context.Context) error
+}
+
+func (o *turnOutput) beforeOutside(ctx context.Context) error {
+	if o.gate == nil {
+		return nil
+	}
+	return o.gate(ctx)
 }
 
 // startKeeper is the BotOutput of a turn whose bot can tell it changed

@@ -1,6 +1,7 @@
 package turns
 
 import (
+	"context"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -15,17 +16,35 @@ import (
 // running) at most once: a Notify while it is queued or running marks it
 // dirty, and it goes to the back of the queue when its run ends.
 type Queue struct {
-	mu     sync.Mutex
-	cond   *sync.Cond
-	queue  []queued
-	state  map[model.ConversationRef]*convState
-	closed bool
+	mu    sync.Mutex
+	cond  *sync.Cond
+	queue []queued
+	state map[model.ConversationRef]*convState
+	// folding are the conversations claimed by a Fold, since when: a
+	// fold waits in no queue, so its age is its delay (delayAndTurn).
+	folding map[model.ConversationRef]time.Time
+	closed  bool
 	// doors are told when a worker takes a conversation or ends a run;
 	// turn is a turn's run in ns, a moving average (the door's automatic
 	// bound). Both are read and written without mu, which the workers
 	// and the commits' notifications contend for.
 	doors atomic.Pointer[[]*Door]
 	turn  atomic.Int64
+	// fold is the Fold of the dispatcher that runs the queue (set by
+	// NewDispatcher).
+	fold atomic.Pointer[func(context.Context, *store.Write, *model.Message) error]
+}
+
+// Fold hands a user's message write to the dispatcher that runs the
+// queue (Dispatcher.Fold), which commits it, with its bot's answer when it
+// can; ok is false when no dispatcher runs the queue, and the caller
+// commits it.
+func (q *Queue) Fold(ctx context.Context, w *store.Write, m *model.Message) (ok bool, err error) {
+	f := q.fold.Load()
+	if f == nil {
+		return false, nil
+	}
+	return true, (*f)(ctx, w, m)
 }
 
 // queued is a conversation waiting for a worker, since when.
@@ -41,7 +60,8 @@ type convState struct {
 
 // AfterCommit returns the store's after-commit hook of the turn pipeline:
 // a committed write's signals are published (publish may be nil), then its
-// conversation queued when it gave the bot a turn.
+// conversation queued when it gave the bot a turn still pending (not one
+// its Then completed: Dispatcher.Fold).
 func (q *Queue) AfterCommit(publish func(*model.Signal)) store.AfterCommit {
 	return func(w *store.Write) {
 		if publish != nil {
@@ -49,7 +69,7 @@ func (q *Queue) AfterCommit(publish func(*model.Signal)) store.AfterCommit {
 				publish(sig)
 			}
 		}
-		if w.Turn != nil {
+		if w.Turn != nil && !w.ThenRan() {
 			q.Notify(w.Conversation())
 		}
 	}
@@ -57,7 +77,7 @@ func (q *Queue) AfterCommit(publish func(*model.Signal)) store.AfterCommit {
 
 // NewQueue returns an empty queue.
 func NewQueue() *Queue {
-	q := &Queue{state: map[model.ConversationRef]*convState{}}
+	q := &Queue{state: map[model.ConversationRef]*convState{}, folding: map[model.ConversationRef]time.Time{}}
 	q.cond = sync.NewCond(&q.mu)
 	return q
 }
@@ -78,6 +98,19 @@ func (q *Queue) notifyRetry(ref model.ConversationRef, retries int) {
 	q.state[ref] = &convState{retries: retries}
 	q.queue = append(q.queue, queued{ref, time.Now()})
 	q.cond.Signal()
+}
+
+// claim marks ref as running, as take does, when it is neither queued
+// nor running (Dispatcher.Fold); the claimer ends its run with done.
+func (q *Queue) claim(ref model.ConversationRef) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.closed || q.state[ref] != nil {
+		return false
+	}
+	q.state[ref] = &convState{}
+	q.folding[ref] = time.Now()
+	return true
 }
 
 // take waits for a conversation to run and tells since when it was
@@ -118,6 +151,7 @@ func (q *Queue) done(ref model.ConversationRef, busy bool) {
 	defer q.freed()
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	delete(q.folding, ref)
 	st := q.state[ref]
 	if !busy {
 		st.retries = 0
@@ -183,19 +217,24 @@ func (q *Queue) Len() int {
 }
 
 // Delay is how long the conversation first in line has waited for a
-// worker: zero when the workers keep up.
+// worker, or the oldest Fold has run: zero when the workers keep up.
 func (q *Queue) Delay() time.Duration {
 	d, _ := q.delayAndTurn()
 	return d
 }
 
 // delayAndTurn returns Delay and the moving average of a turn's run (zero
-// before the first).
+// before the first). A conversation claimed by a Fold counts as waiting
+// since its claim: a fold waits in no queue, and under overload it is
+// its own run that slows down.
 func (q *Queue) delayAndTurn() (delay, turn time.Duration) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if len(q.queue) > 0 {
 		delay = time.Since(q.queue[0].since)
+	}
+	for _, at := range q.folding {
+		delay = max(delay, time.Since(at))
 	}
 	return delay, time.Duration(q.turn.Load())
 }

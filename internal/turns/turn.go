@@ -75,7 +75,9 @@ func (d *Dispatcher) skipTurn(ctx context.Context, t *model.Turn, fence *store.F
 // runTurn runs a pending turn, read with what it refers to
 // (store.Chat.PendingTurnInputs), through its bot's Bot. out holds what
 // the turn commits with its completion (nil when the bot did not run).
-func (d *Dispatcher) runTurn(ctx context.Context, p store.PendingTurn, attempt int) (out *turnOutput, err error) {
+// gate, when not nil, runs before the turn's first effect its completion
+// does not hold (turnOutput.gate).
+func (d *Dispatcher) runTurn(ctx context.Context, p store.PendingTurn, attempt int, gate func(context.Context) error) (out *turnOutput, err error) {
 	t := p.Turn
 	bot, err := d.bots(ctx, t.BotID)
 	if err != nil || bot == nil {
@@ -86,7 +88,7 @@ func (d *Dispatcher) runTurn(ctx context.Context, p store.PendingTurn, attempt i
 		return nil, err
 	}
 	in.Attempt = attempt
-	out = &turnOutput{out: outbox{d.store, d.commit}, botID: t.BotID, conv: t.ConversationID, last: in.Event.CreatedAt}
+	out = &turnOutput{out: outbox{d.store, d.commit}, botID: t.BotID, conv: t.ConversationID, last: in.Event.CreatedAt, gate: gate}
 	if h, ok := bot.(EffectHolder); ok {
 		out.hold = h.HoldsEffects()
 	}

@@ -78,7 +78,7 @@ func newEnv(t *testing.T, db store.DB, o envOpts) *env {
 	if o.maxTurnDelay != 0 {
 		door = queue.Door(o.maxTurnDelay, 0)
 	}
-	chatUC := conversations.NewChat(db, commit, hub, door)
+	chatUC := conversations.NewChat(db, commit, hub, door, queue)
 	d := turns.NewDispatcher(db, commit, queue, testbots.Resolver(bot), log, turns.DispatcherOptions{Leases: o.leases, Sweep: time.Second, Workers: o.workers})
 	d.Start(ctx)
 	mux := http.NewServeMux()

@@ -49,6 +49,8 @@ func Run(t *testing.T, open func(t *testing.T) store.DB) {
 		{"SignalTurn", testSignalTurn},
 		{"Turns", testTurns},
 		{"TurnInputs", testTurnInputs},
+		{"IdleTurn", testIdleTurn},
+		{"WriteThen", testWriteThen},
 		{"States", testStates},
 		{"Leases", testLeases},
 		{"LeasePrune", testLeasePrune},

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/parley-bots/parley/internal/app"
+	"github.com/parley-bots/parley/internal/turns"
 )
 
 // Config returns a server configuration on a free loopback port with a
@@ -23,7 +24,7 @@ func Config(t testing.TB, databaseURL string) app.Config {
 	// The overload door is off: tests send bursts on a loaded machine and
 	// assert on other things; the door has tests of its own.
 	return app.Config{Addr: "127.0.0.1:0", DataDir: t.TempDir(), DatabaseURL: databaseURL,
-		LogFormat: "text", LogLevel: "warn", MaxTurnDelay: -1, MaxMessagesInFlight: -1}
+		LogFormat: "text", LogLevel: "warn", MaxTurnDelay: -1, MaxMessagesInFlight: -1, FoldWithin: turns.DefaultFoldWithin}
 }
 
 // Start starts a server and stops it when the test ends.

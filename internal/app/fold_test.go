@@ -1,0 +1,51 @@
+package app_test
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/parley-bots/parley/internal/app"
+	"github.com/parley-bots/parley/internal/testutil/testapp"
+)
+
+// TestCodeBotAnswersWithTheMessage: on SQLite a JavaScript bot's answer is
+// stored with the user's message (turns.Dispatcher.Fold), so it is there
+// when createMessage returns; a bot that reads the store through its
+// client finds the message it answers; state set in one turn is seen by
+// the next. On PostgreSQL (leases: no fold) the same conversation answers
+// the same, a moment later.
+func TestCodeBotAnswersWithTheMessage(t *testing.T) {
+	engines(t, func(t *testing.T, cfg func() app.Config) {
+		c := cfg()
+		c.FoldWithin = 10 * time.Second // a first turn compiles the bot
+		a := testapp.Start(t, c)
+		_, url, _ := codeBot(t, a, `bot.on.message('text', async ({ message, client, state }) => {
+  let text = 'echo ' + message.payload.text
+  if (message.payload.text === 'look') {
+    const { message: m } = await client.getMessage({ id: message.id })
+    text = 'found ' + m.payload.text
+  }
+  state.conversation.n = (state.conversation.n || 0) + 1
+  await client.createMessage({ conversationId: message.conversationId, payload: { type: 'text', text: text + ' #' + state.conversation.n } })
+})`)
+		chat, conv, user := chatSession(t, url)
+		folds := c.DatabaseURL == ""
+		for i, text := range []string{"a", "b", "look", "c"} {
+			chat.say(t, conv, text)
+			if folds && text != "look" {
+				// No wait: the answer committed with the message.
+				got := chat.call(t, "GET", "/conversations/"+conv+"/messages", nil)["messages"].([]any)
+				if len(got) != 2*(i+1) {
+					t.Fatalf("after %q: %d messages stored when createMessage returned, want %d", text, len(got), 2*(i+1))
+				}
+			} else {
+				chat.botTexts(t, conv, user, i+1)
+			}
+		}
+		want := []string{"echo a #1", "echo b #2", "found look #3", "echo c #4"}
+		if got := chat.botTexts(t, conv, user, 4); !slices.Equal(got, want) {
+			t.Fatalf("bot messages = %q, want %q", got, want)
+		}
+	})
+}

@@ -1,0 +1,151 @@
+package storetest
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+
+	"github.com/parley-bots/parley/internal/model"
+	"github.com/parley-bots/parley/internal/store"
+)
+
+// testIdleTurn checks States.GetIdleTurn: what GetTurn reads, and whether
+// the conversation is idle (no pending turn, no handoff) with its last
+// turn's number.
+func testIdleTurn(t *testing.T, db store.DB) {
+	ctx := t.Context()
+	f := setup(t, db)
+	newUser(t, db, f.bot.ID, "u1")
+	newConv(t, db, f.bot.ID, "c1", "u1", 0)
+	ok(t, db.States().Put(ctx, f.bot.ID, store.ScopeConversation, "c1", json.RawMessage(`{"c":1}`)))
+	r := db.States()
+
+	got, err := r.GetIdleTurn(ctx, f.bot.ID, "u1", "c1")
+	ok(t, err)
+	want, err := r.GetTurn(ctx, f.bot.ID, "u1", "c1")
+	ok(t, err)
+	eq(t, "start", got.Start, want)
+	if !got.Idle || got.TurnSeq != 0 {
+		t.Fatalf("new conversation: %+v, want idle at 0", got)
+	}
+
+	tn := &model.Turn{BotID: f.bot.ID, ConversationID: "c1", Kind: model.TurnMessage, RefID: "m"}
+	ok(t, db.Signals().EnqueueTurn(ctx, tn))
+	got, err = r.GetIdleTurn(ctx, f.bot.ID, "u1", "c1")
+	ok(t, err)
+	if got.Idle || got.TurnSeq != 1 {
+		t.Fatalf("with a pending turn: idle %v at %d, want busy at 1", got.Idle, got.TurnSeq)
+	}
+	ok(t, db.Signals().CompleteTurn(ctx, f.bot.ID, "c1", tn.Seq))
+	got, err = r.GetIdleTurn(ctx, f.bot.ID, "u1", "c1")
+	ok(t, err)
+	if !got.Idle || got.TurnSeq != 1 {
+		t.Fatalf("turn completed: idle %v at %d, want idle at 1", got.Idle, got.TurnSeq)
+	}
+	_, err = db.Handoffs().Request(ctx, &model.Handoff{BotID: f.bot.ID, ConversationID: "c1", Status: model.HandoffWaiting, RequestedAt: at(1)})
+	ok(t, err)
+	got, err = r.GetIdleTurn(ctx, f.bot.ID, "u1", "c1")
+	ok(t, err)
+	if got.Idle {
+		t.Fatal("a conversation in handoff is idle")
+	}
+	// Another bot's conversation of the same id is not this one.
+	other := newBot(t, db, f.ws, nil, 1)
+	newConv(t, db, other.ID, "c1", "", 0)
+	got, err = r.GetIdleTurn(ctx, other.ID, "u1", "c1")
+	ok(t, err)
+	if !got.Idle || got.TurnSeq != 0 || got.Start.Conversation == nil || got.Start.User != nil {
+		t.Fatalf("other bot's conversation: %+v", got)
+	}
+}
+
+// testWriteThen checks Write.Then through the engine's Committer: it
+// completes the write's turn in the same transaction when the turn got
+// ThenSeq, its signals following the write's; when another turn came in
+// between, the write commits alone and its turn stays pending. An engine
+// that learns the turn's number only at the commit (PostgreSQL's
+// pipelined group commit) never runs Then: the write then commits alone,
+// as consistent as when another turn came first.
+func testWriteThen(t *testing.T, db store.DB) { writeThen(t, db, false) }
+
+// WriteThenRuns is testWriteThen for an engine that must run Then (one
+// that knows a turn's number as its write runs: SQLite).
+func WriteThenRuns(t *testing.T, db store.DB) { writeThen(t, db, true) }
+
+func writeThen(t *testing.T, db store.DB, mustRun bool) {
+	ctx := t.Context()
+	f := setup(t, db)
+	newUser(t, db, f.bot.ID, "u1")
+	newConv(t, db, f.bot.ID, "c1", "u1", 0)
+	var after []*store.Write
+	cm := db.NewCommitter(func(w *store.Write) { after = append(after, w) })
+
+	// message is a user's message with its turn; reply is what completes
+	// that turn (the bot's answer and the turn's deletion).
+	message := func(i int, thenSeq int64) (*store.Write, *model.Message) {
+		m := &model.Message{BotID: f.bot.ID, ID: model.NewID(), ConversationID: "c1", UserID: "u1",
+			Payload: []byte(`{"type":"text","text":"hi"}`), Direction: model.DirectionIncoming, CreatedAt: at(2 * i)}
+		tn := &model.Turn{BotID: f.bot.ID, ConversationID: "c1", Kind: model.TurnMessage, RefID: m.ID, UserID: "u1", CreatedAt: m.CreatedAt}
+		r := &model.Message{BotID: f.bot.ID, ID: model.NewID(), ConversationID: "c1", UserID: f.bot.ID,
+			Payload: []byte(`{"type":"text","text":"echo"}`), Direction: model.DirectionOutgoing, CreatedAt: at(2*i + 1)}
+		w := &store.Write{Local: true, Turn: tn,
+			Apply:  func(ctx context.Context, tx store.Store) error { return tx.Chat().CreateMessage(ctx, m) },
+			Signal: &model.Signal{BotID: f.bot.ID, ConversationID: "c1", Type: model.SignalMessageCreated, Data: []byte(`{"m":"user"}`), CreatedAt: m.CreatedAt},
+			Then: &store.Write{Local: true, Ref: model.ConversationRef{BotID: f.bot.ID, ConversationID: "c1"},
+				Apply: func(ctx context.Context, tx store.Store) error {
+					if err := tx.Chat().CreateMessage(ctx, r); err != nil {
+						return err
+					}
+					return tx.Signals().CompleteTurn(ctx, tn.BotID, tn.ConversationID, tn.Seq)
+				},
+				More: []*model.Signal{{BotID: f.bot.ID, ConversationID: "c1", Type: model.SignalMessageCreated, Data: []byte(`{"m":"bot"}`), CreatedAt: r.CreatedAt}}},
+			ThenSeq: thenSeq}
+		return w, r
+	}
+
+	w, reply := message(1, 1)
+	ok(t, cm.Commit(ctx, w))
+	pending, err := db.Signals().PendingTurns(ctx, f.bot.ID, "c1", 10)
+	ok(t, err)
+	_, replyErr := db.Chat().GetMessage(ctx, f.bot.ID, reply.ID)
+	sigs, err := db.Signals().SignalsAfter(ctx, f.bot.ID, "c1", 0, 10)
+	ok(t, err)
+	switch {
+	case w.ThenRan():
+		eq(t, "pending turns once completed with the message", len(pending), 0)
+		ok(t, replyErr)
+		if len(sigs) != 2 || string(sigs[0].Data) != `{"m":"user"}` || string(sigs[1].Data) != `{"m":"bot"}` || sigs[1].Seq != 2 {
+			t.Fatalf("signals = %+v, want the user's then the bot's", sigs)
+		}
+		if ws := w.Signals(); len(ws) != 2 || ws[1] != w.Then.More[0] {
+			t.Fatalf("announced signals = %+v, want both", ws)
+		}
+	case mustRun:
+		t.Fatal("Then did not run with the turn's own number")
+	default:
+		if len(pending) != 1 || !model.IsNotFound(replyErr) || len(sigs) != 1 || len(w.Signals()) != 1 {
+			t.Fatalf("Then did not run, yet: pending %d, reply err %v, %d signals", len(pending), replyErr, len(sigs))
+		}
+		ok(t, db.Signals().CompleteTurn(ctx, f.bot.ID, "c1", pending[0].Seq))
+	}
+
+	// Another turn came in between: its number is not ThenSeq.
+	w, reply = message(2, 2)
+	ok(t, db.Signals().EnqueueTurn(ctx, &model.Turn{BotID: f.bot.ID, ConversationID: "c1", Kind: model.TurnEvent, RefID: "e"}))
+	ok(t, cm.Commit(ctx, w))
+	if w.ThenRan() {
+		t.Fatal("Then ran although another turn came first")
+	}
+	pending, err = db.Signals().PendingTurns(ctx, f.bot.ID, "c1", 10)
+	ok(t, err)
+	if len(pending) != 2 || pending[0].Kind != model.TurnEvent || pending[1].Seq != w.Turn.Seq {
+		t.Fatalf("pending = %+v, want the event's turn and the message's", pending)
+	}
+	if _, err := db.Chat().GetMessage(ctx, f.bot.ID, reply.ID); !model.IsNotFound(err) {
+		t.Fatalf("the reply of a Then that did not run: err = %v", err)
+	}
+	if ws := w.Signals(); len(ws) != 1 {
+		t.Fatalf("announced signals = %d, want the user's only", len(ws))
+	}
+	eq(t, "writes announced", len(after), 2)
+}

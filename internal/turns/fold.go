@@ -1,0 +1,250 @@
+package turns
+
+// A user's message and its bot's answer in one commit (Dispatcher.Fold).
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/parley-bots/parley/internal/model"
+	"github.com/parley-bots/parley/internal/store"
+)
+
+// DefaultFoldWithin is how long a user's message waits for its bot's
+// turn to commit with it, when DispatcherOptions gives none: a code bot's
+// turn takes a fraction of a millisecond (parley-bench's echo bot: p99
+// about 1 ms), one that calls out takes longer and commits apart.
+const DefaultFoldWithin = 5 * time.Millisecond
+
+// maxFolds bounds the folds running at once, per turn worker: a
+// backstop; the door's bound is what holds messages back (foldBegin).
+const maxFolds = 4
+
+// foldable is a Bot whose turn may run before its message is committed:
+// it steps outside what its completion holds only through its turn's
+// effectGate (codeBot: its host's Runtime API calls and reads).
+type foldable interface{ foldable() }
+
+// Fold commits a user's message: w is its write (the message, its signal
+// and its turn), m the message.
+//
+// When the conversation is idle, here and in the store, and its bot is
+// foldable, the turn runs first, on what it would read once committed,
+// and the message and the turn's completion commit in one transaction
+// (store.Write.Then): one commit instead of two, and no read of the turn
+// in between. The turn has FoldWithin to end. Past that, or as soon as it
+// steps outside what its completion holds (a Runtime API call, a read),
+// the message commits alone and the turn goes on as any other, its
+// completion committed on its own. A turn that came in between (whatever
+// wrote it) leaves this one pending in the same transaction, its effects
+// never stored, and the dispatcher runs it again, in order.
+//
+// Without leases only: with them, the conversation's lease would have to
+// be taken first, and PostgreSQL's pipelined commit learns the turn's
+// number only at the commit, too late for Then.
+func (d *Dispatcher) Fold(ctx context.Context, w *store.Write, m *model.Message) error {
+	if d.o.FoldWithin <= 0 || d.o.Leases || w.Turn == nil || w.Then != nil || m == nil {
+		return d.commit.Commit(ctx, w)
+	}
+	ref := w.Conversation()
+	bot, err := d.bots(ctx, ref.BotID)
+	if _, ok := bot.(foldable); err != nil || !ok || !d.foldBegin() {
+		return d.commit.Commit(ctx, w)
+	}
+	if !d.queue.claim(ref) {
+		d.foldEnd()
+		return d.commit.Commit(ctx, w)
+	}
+	f := &fold{d: d, w: w, ref: ref}
+	return f.run(ctx, m)
+}
+
+// foldBegin counts a fold in, unless the dispatcher stops (or never
+// started), or maxFolds run already (the node is far behind: its
+// messages then go through the queue). A fold waits in no queue: the
+// door sees its age instead (Queue.delayAndTurn), and holds new messages
+// back once the oldest fold has taken longer than the door's bound.
+func (d *Dispatcher) foldBegin() bool {
+	d.foldMu.Lock()
+	defer d.foldMu.Unlock()
+	if d.ctx == nil || d.foldStopped || d.foldsRunning >= maxFolds*d.o.Workers {
+		return false
+	}
+	d.foldsRunning++
+	d.folds.Add(1)
+	return true
+}
+
+// foldEnd counts a fold out.
+func (d *Dispatcher) foldEnd() {
+	d.foldMu.Lock()
+	d.foldsRunning--
+	d.foldMu.Unlock()
+	d.folds.Done()
+}
+
+// fold is one message's Fold, from its conversation's claim to its
+// release.
+type fold struct {
+	d   *Dispatcher
+	w   *store.Write
+	ref model.ConversationRef
+
+	once     sync.Once
+	aloneErr error // the message's commit without the turn (once alone)
+	alone    bool
+}
+
+// commitAlone commits the message without the turn's completion, once:
+// the turn stays pending until its completion commits.
+func (f *fold) commitAlone(ctx context.Context) error {
+	f.once.Do(func() {
+		f.alone = true
+		f.aloneErr = f.d.commit.Commit(ctx, f.w)
+	})
+	return f.aloneErr
+}
+
+// end releases the conversation: a turn notified meanwhile runs next.
+func (f *fold) end() {
+	f.d.queue.done(f.ref, false)
+	f.d.foldEnd()
+}
+
+// ran is a turn's outcome.
+type ran struct {
+	out     *turnOutput
+	err     error
+	started time.Time
+	took    time.Duration
+}
+
+func (f *fold) run(ctx context.Context, m *model.Message) error {
+	d := f.d
+	idle, err := d.store.States().GetIdleTurn(ctx, f.ref.BotID, m.UserID, f.ref.ConversationID)
+	if err != nil || !idle.Idle {
+		defer f.end()
+		return f.commitAlone(ctx)
+	}
+	// The turn runs on copies: the message's write may commit (and number
+	// its turn) while the turn runs.
+	t, msg := *f.w.Turn, *m
+	p := store.PendingTurn{Turn: &t, Message: &msg, Start: &idle.Start}
+	// On a stop the turn gets the grace period a worker's turn gets.
+	tctx, tcancel := context.WithTimeout(context.WithoutCancel(ctx), d.o.TurnTimeout)
+	stopTurn := context.AfterFunc(d.ctx, func() { time.AfterFunc(turnStopGrace, tcancel) })
+	done := make(chan ran, 1)
+	go func() {
+		defer tcancel()
+		defer stopTurn()
+		started := time.Now()
+		out, err := d.runTurn(tctx, p, 0, f.commitAlone)
+		done <- ran{out, err, started, time.Since(started)}
+	}()
+	timer := time.NewTimer(d.o.FoldWithin)
+	select {
+	case r := <-done:
+		timer.Stop()
+		if f.alone { // the turn stepped outside: its message is committed
+			defer f.end()
+			f.complete(ctx, r)
+			return f.aloneErr
+		}
+		defer f.end()
+		return f.commitFolded(ctx, r, idle.TurnSeq+1)
+	case <-timer.C:
+		// The turn takes longer: its message commits now, its completion
+		// when it ends.
+		err := f.commitAlone(ctx)
+		go func() {
+			defer f.end()
+			f.complete(context.WithoutCancel(ctx), <-done)
+		}()
+		return err
+	}
+}
+
+// commitFolded commits the message with the completion of its turn,
+// which ran before the message was committed.
+func (f *fold) commitFolded(ctx context.Context, r ran, seq int64) error {
+	d, t := f.d, f.w.Turn
+	var later *RetryLater
+	if errors.As(r.err, &later) || (r.err != nil && d.ctx.Err() != nil) {
+		// Not run (its bot or the database unavailable, or cut short by
+		// a stop): it stays pending.
+		return f.commitAlone(ctx)
+	}
+	then := r.out.completion(t, false)
+	recordRunAt(then, t, r)
+	f.w.Then, f.w.ThenSeq = then, seq
+	err := d.commit.Commit(ctx, f.w)
+	f.w.Then = nil
+	if err != nil {
+		// The rolled-back attempt's numbers are forgotten (a turn that
+		// keeps a number is not numbered again).
+		f.w.Turn.Seq = 0
+		if f.w.Signal != nil {
+			f.w.Signal.Seq = 0
+		}
+		// The message alone, then: its turn runs again from the store,
+		// where a failure to store its effects is dealt with
+		// (Dispatcher.completeTurn).
+		if err := f.commitAlone(ctx); err != nil {
+			return err
+		}
+		d.log.Warn("turns: the turn answered with its message could not be stored with it; it runs again", "err", err,
+			"bot", t.BotID, "conversation", t.ConversationID)
+		return nil
+	}
+	if f.w.ThenRan() {
+		f.ran(r)
+	}
+	return nil
+}
+
+// complete ends a turn whose message committed alone: as the dispatcher
+// does, its completion in a commit of its own; a turn that must run again
+// (RetryLater) stays pending, and runs once the conversation is released.
+func (f *fold) complete(ctx context.Context, r ran) {
+	d, t := f.d, f.w.Turn
+	var later *RetryLater
+	if f.aloneErr != nil || errors.As(r.err, &later) || (r.err != nil && d.ctx.Err() != nil) {
+		return // no message stored, or a turn for the dispatcher to run again
+	}
+	run := &model.TurnRun{BotID: t.BotID, ConversationID: t.ConversationID, Seq: t.Seq, RanAt: r.started,
+		Duration: r.took, Failed: r.err != nil}
+	if err := d.completeTurn(ctx, t, r.out, run, nil)(); err != nil {
+		if ctx.Err() == nil {
+			d.log.Warn("turns: completing turn failed", "err", err)
+		}
+		return
+	}
+	f.ran(r)
+}
+
+// ran counts a turn that ran to its end, as the dispatcher's workers do.
+func (f *fold) ran(r ran) {
+	d, t := f.d, f.w.Turn
+	d.queue.turnRan(r.took)
+	if d.o.Observer != nil {
+		d.o.Observer.TurnRan(r.took, r.err != nil)
+	}
+	if r.err != nil {
+		d.log.Warn("turns: bot failed", "err", r.err, "bot", t.BotID, "conversation", t.ConversationID, "seq", t.Seq)
+	}
+}
+
+// recordRunAt adds the turn's run to w, the turn's completion committed
+// with its message, whose number is known only as w runs.
+func recordRunAt(w *store.Write, t *model.Turn, r ran) {
+	apply := w.Apply
+	w.Apply = func(ctx context.Context, tx store.Store) error {
+		if err := apply(ctx, tx); err != nil {
+			return err
+		}
+		return tx.Activity().RecordTurn(ctx, &model.TurnRun{BotID: t.BotID, ConversationID: t.ConversationID, Seq: t.Seq,
+			RanAt: r.started, Duration: r.took, Failed: r.err != nil})
+	}
+}
