@@ -380,7 +380,8 @@ func TestFoldCommitFails(t *testing.T) {
 
 	f.post(t, f.conv, "one")
 	waitUntil(t, "the answer", func() bool { return len(f.texts(t)) == 2 && f.pending(t) == 0 })
-	f.post(t, f.conv, "two")
+	f.post(t, f.conv, "two") // folded, or not if the dispatcher still holds the conversation
+	waitUntil(t, "the second answer", func() bool { return len(f.texts(t)) == 4 && f.pending(t) == 0 })
 	eqStrings(t, "messages", f.texts(t), "one", "echo one", "two", "echo two")
 	eqStrings(t, "signals", f.signalTexts(t), "one", "echo one", "two", "echo two")
 	idle, err := db.States().GetIdleTurn(context.Background(), f.botID, "u1", f.conv)
