@@ -59,7 +59,7 @@ func (w *Write) ThenRan() bool { return w.thenRan }
 // Then's when it ran.
 func (w *Write) Signals() []*model.Signal {
 	var then []*model.Signal
-	if w.thenRan {
+	if w.thenRan && w.Then != nil {
 		then = w.Then.Signals()
 	}
 	if w.Signal == nil && len(then) == 0 {

@@ -180,10 +180,10 @@ func (f *fold) commitFolded(ctx context.Context, r ran, seq int64) error {
 	recordRunAt(then, t, r)
 	f.w.Then, f.w.ThenSeq = then, seq
 	err := d.commit.Commit(ctx, f.w)
-	f.w.Then = nil
 	if err != nil {
 		// The rolled-back attempt's numbers are forgotten (a turn that
 		// keeps a number is not numbered again).
+		f.w.Then = nil
 		f.w.Turn.Seq = 0
 		if f.w.Signal != nil {
 			f.w.Signal.Seq = 0

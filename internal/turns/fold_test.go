@@ -60,9 +60,20 @@ type foldFixture struct {
 
 func newFoldFixture(t *testing.T, bot turns.Bot, o turns.DispatcherOptions) *foldFixture {
 	t.Helper()
+	return newFoldFixtureWith(t, bot, o, nil)
+}
+
+// newFoldFixtureWith is newFoldFixture with, unless nil, a wrapper of the
+// committer (inside the counting one).
+func newFoldFixtureWith(t *testing.T, bot turns.Bot, o turns.DispatcherOptions, wrap func(store.Committer) store.Committer) *foldFixture {
+	t.Helper()
 	db := testdb.SQLite(t)
 	queue := turns.NewQueue()
-	commit := &countingCommitter{Committer: db.NewCommitter(queue.AfterCommit(nil))}
+	var inner store.Committer = db.NewCommitter(queue.AfterCommit(nil))
+	if wrap != nil {
+		inner = wrap(inner)
+	}
+	commit := &countingCommitter{Committer: inner}
 	resolver := func(context.Context, string) (turns.Bot, error) { return bot, nil }
 	n := &node{chat: conversations.NewChat(db, commit, nopStreams{}, nil, queue),
 		dispatcher: turns.NewDispatcher(db, commit, queue, resolver, slog.Default(), o)}
@@ -361,23 +372,13 @@ func (c *failThen) Commit(ctx context.Context, w *store.Write) error {
 // together, the message commits alone and its turn runs again from the
 // store, once; the conversation's next turns are numbered as usual.
 func TestFoldCommitFails(t *testing.T) {
-	db := testdb.SQLite(t)
-	queue := turns.NewQueue()
-	commit := &failThen{Committer: db.NewCommitter(queue.AfterCommit(nil))}
-	commit.armed.Store(true)
-	bot := turns.FoldableBot(botFunc(echoText))
-	resolver := func(context.Context, string) (turns.Bot, error) { return bot, nil }
-	n := &node{chat: conversations.NewChat(db, commit, nopStreams{}, nil, queue),
-		dispatcher: turns.NewDispatcher(db, commit, queue, resolver, slog.Default(), turns.DispatcherOptions{FoldWithin: 10 * time.Second})}
-	f := &foldFixture{chatFixture: newChatFixtureOn(t, db, n), db: db}
-	conv, err := f.chat.CreateConversation(context.Background(), f.caller, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.conv = conv.ID
-	f.dispatcher.Start(context.Background())
-	t.Cleanup(f.dispatcher.Stop)
-
+	f := newFoldFixtureWith(t, turns.FoldableBot(botFunc(echoText)), turns.DispatcherOptions{FoldWithin: 10 * time.Second},
+		func(c store.Committer) store.Committer {
+			fail := &failThen{Committer: c}
+			fail.armed.Store(true)
+			return fail
+		})
+	db := f.db
 	f.post(t, f.conv, "one")
 	waitUntil(t, "the answer", func() bool { return len(f.texts(t)) == 2 && f.pending(t) == 0 })
 	f.post(t, f.conv, "two") // folded, or not if the dispatcher still holds the conversation
