@@ -44,7 +44,8 @@ type Write struct {
 	// ThenSeq, the number that follows the conversation's last turn as the
 	// bot's run began; another turn in between leaves Turn pending, for the
 	// dispatcher to run again in order. ThenRan tells which once the write
-	// ran.
+	// ran. An engine that numbers the turn only at the commit
+	// (PostgreSQL's pipelined group commit) never runs it.
 	Then    *Write
 	ThenSeq int64
 	thenRan bool
