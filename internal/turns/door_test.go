@@ -72,6 +72,24 @@ func TestDoor(t *testing.T) {
 			r()
 		}
 	})
+	t.Run("a fold's own notice", func(t *testing.T) {
+		// A fold whose message committed before its answer was notified
+		// of its own turn, which it completed: released, the
+		// conversation is not queued again for it; for another turn it is.
+		q := NewQueue()
+		q.claim(ref("c"))
+		q.Notify(ref("c")) // the fold's own turn
+		q.release(ref("c"), false, 1)
+		if q.Len() != 0 || !q.claim(ref("c")) {
+			t.Fatal("queued again for the fold's own turn")
+		}
+		q.Notify(ref("c"))
+		q.Notify(ref("c")) // and another writer's
+		q.release(ref("c"), false, 1)
+		if q.Len() != 1 {
+			t.Fatalf("queued %d, want the conversation again for the other turn", q.Len())
+		}
+	})
 	t.Run("queue delay", func(t *testing.T) {
 		q := NewQueue()
 		d := q.Door(20*time.Millisecond, -1)

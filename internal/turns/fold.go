@@ -95,6 +95,9 @@ type fold struct {
 	once     sync.Once
 	aloneErr error // the message's commit without the turn (once alone)
 	alone    bool
+	// completed is set when the fold completed the turn of a message
+	// committed alone: the queue's notification of that turn needs no run.
+	completed bool
 }
 
 // commitAlone commits the message without the turn's completion, once:
@@ -107,9 +110,14 @@ func (f *fold) commitAlone(ctx context.Context) error {
 	return f.aloneErr
 }
 
-// end releases the conversation: a turn notified meanwhile runs next.
+// end releases the conversation: a turn notified meanwhile runs next
+// (not the fold's own, once it completed it).
 func (f *fold) end() {
-	f.d.queue.done(f.ref, false)
+	own := 0
+	if f.completed {
+		own = 1
+	}
+	f.d.queue.release(f.ref, false, own)
 	f.d.foldEnd()
 }
 
@@ -221,6 +229,7 @@ func (f *fold) complete(ctx context.Context, r ran) {
 		}
 		return
 	}
+	f.completed = true
 	f.ran(r)
 }
 

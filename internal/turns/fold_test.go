@@ -213,27 +213,37 @@ func TestFoldSlowTurnCommitsTheMessageFirst(t *testing.T) {
 
 // TestFoldCommitsBeforeStepsOutside: a turn that steps outside what its
 // completion holds (a Runtime API call, a read) finds its message already
-// committed; its answer follows apart.
+// committed; its answer follows apart, before createMessage returns (the
+// turn ended within FoldWithin).
 func TestFoldCommitsBeforeStepsOutside(t *testing.T) {
 	var found atomic.Bool
 	var db store.DB
 	bot := botFunc(func(ctx context.Context, in *turns.TurnInput, out turns.BotOutput) error {
-		if err := turns.StepOutside(ctx, out); err != nil {
-			return err
+		if string(in.Message.Payload) == `{"type":"text","text":"look"}` {
+			if err := turns.StepOutside(ctx, out); err != nil {
+				return err
+			}
+			_, err := db.Chat().GetMessage(ctx, in.BotID, in.Message.ID)
+			found.Store(err == nil)
 		}
-		_, err := db.Chat().GetMessage(ctx, in.BotID, in.Message.ID)
-		found.Store(err == nil)
 		return echoText(ctx, in, out)
 	})
 	f := newFoldFixture(t, turns.FoldableBot(bot), turns.DispatcherOptions{FoldWithin: 10 * time.Second})
 	db = f.db
+	before := f.commits.n.Load()
 	f.post(t, f.conv, "look")
-	waitUntil(t, "the answer", func() bool { return len(f.texts(t)) == 2 })
 	if !found.Load() {
 		t.Fatal("the turn did not find its message once it stepped outside")
 	}
-	waitUntil(t, "the turn's completion", func() bool { return f.pending(t) == 0 })
-	eqStrings(t, "signals", f.signalTexts(t), "look", "echo look")
+	if n := f.commits.n.Load() - before; n != 2 {
+		t.Fatalf("a turn that stepped outside took %d commits, want 2 (its message, then its completion)", n)
+	}
+	if n := f.pending(t); n != 0 {
+		t.Fatalf("%d turns pending once createMessage returned", n)
+	}
+	f.post(t, f.conv, "next")
+	waitUntil(t, "the next answer", func() bool { return len(f.signalTexts(t)) == 4 })
+	eqStrings(t, "signals", f.signalTexts(t), "look", "echo look", "next", "echo next")
 }
 
 // TestFoldTurnInBetween: a turn enqueued for the conversation while the

@@ -55,6 +55,7 @@ type queued struct {
 
 type convState struct {
 	dirty   bool // notified while queued or running
+	notes   int  // how many times, while running
 	retries int  // lease attempts lost to another node in a row
 }
 
@@ -93,6 +94,7 @@ func (q *Queue) notifyRetry(ref model.ConversationRef, retries int) {
 	}
 	if st := q.state[ref]; st != nil {
 		st.dirty = true
+		st.notes++
 		return
 	}
 	q.state[ref] = &convState{retries: retries}
@@ -127,7 +129,7 @@ func (q *Queue) take() (ref model.ConversationRef, since time.Time, ok bool) {
 	ref, since = q.queue[0].ref, q.queue[0].since
 	q.queue[0] = queued{}
 	q.queue = q.queue[1:]
-	q.state[ref].dirty = false
+	q.state[ref].dirty, q.state[ref].notes = false, 0
 	q.mu.Unlock()
 	q.freed()
 	return ref, since, true
@@ -147,7 +149,12 @@ func (q *Queue) freed() {
 // conversation's lease: it runs what is pending, but may have looked
 // before our turn was committed, so look again shortly; past the retries,
 // the dispatcher's sweep takes over.
-func (q *Queue) done(ref model.ConversationRef, busy bool) {
+func (q *Queue) done(ref model.ConversationRef, busy bool) { q.release(ref, busy, 0) }
+
+// release is done for a run during which own of the notifications came
+// from the runner's own turns, which it completed (a Fold whose message
+// committed before its answer): they need no run.
+func (q *Queue) release(ref model.ConversationRef, busy bool, own int) {
 	defer q.freed()
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -156,6 +163,10 @@ func (q *Queue) done(ref model.ConversationRef, busy bool) {
 	if !busy {
 		st.retries = 0
 	}
+	if st.dirty && st.notes <= own {
+		st.dirty = false
+	}
+	st.notes = 0
 	switch {
 	case q.closed:
 		delete(q.state, ref)
