@@ -163,7 +163,7 @@ func (a *App) start(ctx context.Context, o options) error {
 	a.closeOnShutdown(hub.Close)
 	queue := turns.NewQueue()
 	met.Gauge("parley_turn_queue_depth", "Conversations with pending turns waiting for a dispatcher worker.", func() float64 { return float64(queue.Len()) })
-	met.Gauge("parley_turn_queue_delay_seconds", "How long the conversation first in line has waited for a dispatcher worker.", func() float64 { return queue.Delay().Seconds() })
+	met.Gauge("parley_turn_queue_delay_seconds", "How long the conversation first in line has waited for a dispatcher worker, or the oldest fold (a message answered before it is committed) has run: what the door bounds.", func() float64 { return queue.Delay().Seconds() })
 	met.Gauge("parley_sse_streams_open", "Open SSE streams (Chat and Webchat API listeners) on this node.", func() float64 { return float64(hub.Streams()) })
 	// Deployed Node.js bundles (SDK bots and integrations) run in child
 	// processes, stopped after the workers that call them. Their BP_TOKEN
