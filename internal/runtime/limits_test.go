@@ -66,7 +66,9 @@ func TestBuiltinOutputBounded(t *testing.T) {
 			if problem(res) != ProblemMemory || !strings.Contains(res.Problem.Description, "sandbox limit") {
 				t.Errorf("problem %+v logs %q", res.Problem, messages(res))
 			}
-			if took > 3*time.Second {
+			// A loose bound (the allocation bound below is the sharp one):
+			// under -race on a loaded machine the refused call took 3.2 s.
+			if took > 10*time.Second {
 				t.Errorf("took %s", took)
 			}
 			if alloc > 256<<20 {
