@@ -434,7 +434,7 @@ func (l failingLeases) Take(ctx context.Context, name, holder string, ttl time.D
 // long) renews the lease and parks it: it is stale (older than TTL/4) from
 // 450 ms on and parked until 600 ms (the linger is 300 ms), so the next
 // message comes at 525 ms, 75 ms from either edge; the lease would run
-// until 900 ms, 25 ms after the release must be seen (350 ms after the
+// until 900 ms, 75 ms after the release must be seen (300 ms after the
 // failed Take: 250 ms failed once under -race on a loaded machine).
 func TestDispatcherReleasesStaleParkedLease(t *testing.T) {
 	pg := testdb.Postgres(t)
@@ -448,7 +448,7 @@ func TestDispatcherReleasesStaleParkedLease(t *testing.T) {
 	db.armed.Store(true)
 	f.post(t, conv, "1")
 	waitUntil(t, "the failed Take", db.failed.Load)
-	deadline := time.Now().Add(350 * time.Millisecond)
+	deadline := time.Now().Add(300 * time.Millisecond)
 	for {
 		_, ok, err := pg.Leases().Take(ctx, name, "x", 2*time.Second)
 		if err != nil {
