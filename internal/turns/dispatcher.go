@@ -455,8 +455,8 @@ func (d *Dispatcher) runConversation(ref model.ConversationRef, wait *time.Durat
 		}
 		if len(turns) < turnBatch && (!d.o.Leases || (d.o.Alone != nil && d.o.Alone())) {
 			// All pending turns ran. A turn committed since the read has
-			// notified the dispatcher (after its commit), which marked the
-			// conversation dirty: work() runs it again; no need to read
+			// notified the dispatcher (after its commit), which counted it
+			// against the conversation: work() runs it again; no need to read
 			// again to find nothing. With leases (several nodes), turns
 			// committed by another node notify only that node, which is
 			// refused the lease while this one runs: read again, unless

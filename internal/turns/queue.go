@@ -13,8 +13,8 @@ import (
 // Queue is the list of conversations with turns to run. The store's
 // after-commit hook fills it (Notify) as soon as a turn is durable; the
 // Dispatcher's workers take from it. A conversation is in the queue (or
-// running) at most once: a Notify while it is queued or running marks it
-// dirty, and it goes to the back of the queue when its run ends.
+// running) at most once: a Notify while it is queued or running is
+// counted, and it goes to the back of the queue when its run ends.
 type Queue struct {
 	mu    sync.Mutex
 	cond  *sync.Cond
@@ -54,9 +54,8 @@ type queued struct {
 }
 
 type convState struct {
-	dirty   bool // notified while queued or running
-	notes   int  // how many times, while running
-	retries int  // lease attempts lost to another node in a row
+	notes   int // Notifies while queued or running (since its last take)
+	retries int // lease attempts lost to another node in a row
 }
 
 // AfterCommit returns the store's after-commit hook of the turn pipeline:
@@ -93,7 +92,6 @@ func (q *Queue) notifyRetry(ref model.ConversationRef, retries int) {
 		return
 	}
 	if st := q.state[ref]; st != nil {
-		st.dirty = true
 		st.notes++
 		return
 	}
@@ -129,7 +127,7 @@ func (q *Queue) take() (ref model.ConversationRef, since time.Time, ok bool) {
 	ref, since = q.queue[0].ref, q.queue[0].since
 	q.queue[0] = queued{}
 	q.queue = q.queue[1:]
-	q.state[ref].dirty, q.state[ref].notes = false, 0
+	q.state[ref].notes = 0
 	q.mu.Unlock()
 	q.freed()
 	return ref, since, true
@@ -163,9 +161,7 @@ func (q *Queue) release(ref model.ConversationRef, busy bool, own int) {
 	if !busy {
 		st.retries = 0
 	}
-	if st.dirty && st.notes <= own {
-		st.dirty = false
-	}
+	again := st.notes > own
 	st.notes = 0
 	switch {
 	case q.closed:
@@ -175,8 +171,7 @@ func (q *Queue) release(ref model.ConversationRef, busy bool, own int) {
 		delete(q.state, ref)
 		retries := st.retries
 		time.AfterFunc(250*time.Millisecond, func() { q.notifyRetry(ref, retries) })
-	case st.dirty:
-		st.dirty = false
+	case again:
 		q.queue = append(q.queue, queued{ref, time.Now()}) // to the back: fairness
 		q.cond.Signal()
 	default:
