@@ -435,19 +435,11 @@ func (d *Dispatcher) runConversation(ref model.ConversationRef, wait *time.Durat
 			}
 			d.forget(key)
 			took := time.Since(started)
-			d.queue.turnRan(took)
-			if d.o.Observer != nil {
-				d.o.Observer.TurnRan(took, err != nil)
-			}
+			d.turnEnded(t, took, err)
 			if out != nil && out.handoff {
 				paused = true
 			}
 			kept = kept && err == nil && out != nil && out.startKept
-			if err != nil {
-				// The turn ran and failed: it is not retried (a failing
-				// bot would otherwise block its conversation forever).
-				d.log.Warn("turns: bot failed", "err", err, "bot", t.BotID, "conversation", t.ConversationID, "seq", t.Seq)
-			}
 			run := &model.TurnRun{BotID: t.BotID, ConversationID: t.ConversationID, Seq: t.Seq, RanAt: started,
 				Duration: took, Failed: err != nil}
 			at := time.Now()

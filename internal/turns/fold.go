@@ -155,12 +155,11 @@ func (f *fold) run(ctx context.Context, m *model.Message) error {
 	select {
 	case r := <-done:
 		timer.Stop()
+		defer f.end()
 		if f.alone { // the turn stepped outside: its message is committed
-			defer f.end()
 			f.complete(ctx, r)
 			return f.aloneErr
 		}
-		defer f.end()
 		return f.commitFolded(ctx, r, idle.TurnSeq+1)
 	case <-timer.C:
 		// The turn takes longer: its message commits now, its completion
@@ -178,14 +177,11 @@ func (f *fold) run(ctx context.Context, m *model.Message) error {
 // which ran before the message was committed.
 func (f *fold) commitFolded(ctx context.Context, r ran, seq int64) error {
 	d, t := f.d, f.w.Turn
-	var later *RetryLater
-	if errors.As(r.err, &later) || (r.err != nil && d.ctx.Err() != nil) {
-		// Not run (its bot or the database unavailable, or cut short by
-		// a stop): it stays pending.
+	if f.runsAgain(r) {
 		return f.commitAlone(ctx)
 	}
 	then := r.out.completion(t, false)
-	recordRunAt(then, t, r)
+	recordRun(then, t, r.run(t))
 	f.w.Then, f.w.ThenSeq = then, seq
 	err := d.commit.Commit(ctx, f.w)
 	if err != nil {
@@ -207,7 +203,7 @@ func (f *fold) commitFolded(ctx context.Context, r ran, seq int64) error {
 		return nil
 	}
 	if f.w.ThenRan() {
-		f.ran(r)
+		d.turnEnded(t, r.took, r.err)
 	}
 	return nil
 }
@@ -217,43 +213,28 @@ func (f *fold) commitFolded(ctx context.Context, r ran, seq int64) error {
 // (RetryLater) stays pending, and runs once the conversation is released.
 func (f *fold) complete(ctx context.Context, r ran) {
 	d, t := f.d, f.w.Turn
-	var later *RetryLater
-	if f.aloneErr != nil || errors.As(r.err, &later) || (r.err != nil && d.ctx.Err() != nil) {
+	if f.aloneErr != nil || f.runsAgain(r) {
 		return // no message stored, or a turn for the dispatcher to run again
 	}
-	run := &model.TurnRun{BotID: t.BotID, ConversationID: t.ConversationID, Seq: t.Seq, RanAt: r.started,
-		Duration: r.took, Failed: r.err != nil}
-	if err := d.completeTurn(ctx, t, r.out, run, nil)(); err != nil {
+	if err := d.completeTurn(ctx, t, r.out, r.run(t), nil)(); err != nil {
 		if ctx.Err() == nil {
 			d.log.Warn("turns: completing turn failed", "err", err)
 		}
 		return
 	}
 	f.completed = true
-	f.ran(r)
+	d.turnEnded(t, r.took, r.err)
 }
 
-// ran counts a turn that ran to its end, as the dispatcher's workers do.
-func (f *fold) ran(r ran) {
-	d, t := f.d, f.w.Turn
-	d.queue.turnRan(r.took)
-	if d.o.Observer != nil {
-		d.o.Observer.TurnRan(r.took, r.err != nil)
-	}
-	if r.err != nil {
-		d.log.Warn("turns: bot failed", "err", r.err, "bot", t.BotID, "conversation", t.ConversationID, "seq", t.Seq)
-	}
+// runsAgain tells a turn that did not run for good: its bot or the
+// database unavailable (RetryLater), or cut short by a stop. It stays
+// pending.
+func (f *fold) runsAgain(r ran) bool {
+	var later *RetryLater
+	return errors.As(r.err, &later) || (r.err != nil && f.d.ctx.Err() != nil)
 }
 
-// recordRunAt adds the turn's run to w, the turn's completion committed
-// with its message, whose number is known only as w runs.
-func recordRunAt(w *store.Write, t *model.Turn, r ran) {
-	apply := w.Apply
-	w.Apply = func(ctx context.Context, tx store.Store) error {
-		if err := apply(ctx, tx); err != nil {
-			return err
-		}
-		return tx.Activity().RecordTurn(ctx, &model.TurnRun{BotID: t.BotID, ConversationID: t.ConversationID, Seq: t.Seq,
-			RanAt: r.started, Duration: r.took, Failed: r.err != nil})
-	}
+// run is the turn's run, for its completion to record.
+func (r ran) run(t *model.Turn) *model.TurnRun {
+	return &model.TurnRun{BotID: t.BotID, ConversationID: t.ConversationID, RanAt: r.started, Duration: r.took, Failed: r.err != nil}
 }

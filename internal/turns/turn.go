@@ -28,7 +28,7 @@ import (
 func (d *Dispatcher) completeTurn(ctx context.Context, t *model.Turn, out *turnOutput, run *model.TurnRun, fence *store.Fence) (wait func() error) {
 	full := out.completion(t, false)
 	full.Fence = fence
-	recordRun(full, run)
+	recordRun(full, t, run)
 	w := d.commit.Submit(ctx, full)
 	return func() error {
 		err := w()
@@ -46,20 +46,36 @@ func (d *Dispatcher) completeTurn(ctx context.Context, t *model.Turn, out *turnO
 			"bot", t.BotID, "conversation", t.ConversationID, "seq", t.Seq)
 		bare := out.completion(t, true)
 		bare.Fence = fence
-		recordRun(bare, run)
+		recordRun(bare, t, run)
 		return d.commit.Commit(ctx, bare)
 	}
 }
 
 // recordRun adds the turn's run (analytics: its time, whether it failed)
-// to the write that completes it.
-func recordRun(w *store.Write, run *model.TurnRun) {
+// to the write that completes it. The run takes t's number as the write
+// runs: a turn committed with its message (Dispatcher.Fold) is numbered
+// only then.
+func recordRun(w *store.Write, t *model.Turn, run *model.TurnRun) {
 	apply := w.Apply
 	w.Apply = func(ctx context.Context, tx store.Store) error {
 		if err := apply(ctx, tx); err != nil {
 			return err
 		}
+		run.Seq = t.Seq
 		return tx.Activity().RecordTurn(ctx, run)
+	}
+}
+
+// turnEnded counts a turn that ran to its end (the door's average, the
+// observer) and logs its failure: a failed turn is not retried (a failing
+// bot would otherwise block its conversation forever).
+func (d *Dispatcher) turnEnded(t *model.Turn, took time.Duration, err error) {
+	d.queue.turnRan(took)
+	if d.o.Observer != nil {
+		d.o.Observer.TurnRan(took, err != nil)
+	}
+	if err != nil {
+		d.log.Warn("turns: bot failed", "err", err, "bot", t.BotID, "conversation", t.ConversationID, "seq", t.Seq)
 	}
 }
 
