@@ -404,7 +404,7 @@ func TestDoorFollowsTheBot(t *testing.T) {
 	})
 }
 
-// takeFailer fails the next Take of its leases once armed, as a Take in
+// takeFailer fails the Takes of its leases while armed, as a Take in
 // flight fails when Stop cancels its context.
 type takeFailer struct {
 	store.DB
@@ -420,7 +420,7 @@ type failingLeases struct {
 }
 
 func (l failingLeases) Take(ctx context.Context, name, holder string, ttl time.Duration) (store.Lease, bool, error) {
-	if l.f.armed.CompareAndSwap(true, false) {
+	if l.f.armed.Load() {
 		l.f.failed.Store(true)
 		return store.Lease{}, false, context.Canceled
 	}
@@ -435,7 +435,9 @@ func (l failingLeases) Take(ctx context.Context, name, holder string, ttl time.D
 // 450 ms on and parked until 600 ms (the linger is 300 ms), so the next
 // message comes at 525 ms, 75 ms from either edge; the lease would run
 // until 900 ms, 75 ms after the release must be seen (300 ms after the
-// failed Take: 250 ms failed once under -race on a loaded machine).
+// failed Take). The node's Takes keep failing until then: its retry, 250
+// ms after the failed one, would take the lease again (when the test was
+// slower than that, under -race on a loaded machine, it failed).
 func TestDispatcherReleasesStaleParkedLease(t *testing.T) {
 	pg := testdb.Postgres(t)
 	db := &takeFailer{DB: pg}
@@ -462,6 +464,7 @@ func TestDispatcherReleasesStaleParkedLease(t *testing.T) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+	db.armed.Store(false)
 	if err := pg.Leases().Release(ctx, name, "x"); err != nil {
 		t.Fatal(err)
 	}
