@@ -3,11 +3,15 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"context"
+	"fmt"
 	"io"
+	"net"
+	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -30,44 +34,52 @@ const (
 // idleListeners opens n SSE streams on one conversation, reads the
 // server's resident memory once they are idle, then sends fanouts
 // messages, one at a time, and times each one's arrival on every stream.
+//
+// The streams are read as a lean SSE client would (rawListen): on a 2-core
+// machine the listening process shares the CPU with the server, and Go's
+// HTTP client (its per-connection goroutines and channels) took 1.7× a raw
+// reader's CPU per arrival: 570 against 340 ms for five fan-outs to 10,000
+// streams, while the server took 710 ms.
 func idleListeners(p *parleyTarget, n int) (listenResult, error) {
 	var res listenResult
 	c := p.open[0]
 	time.Sleep(time.Second)
 	res.before, res.goBefore = rssKB(p.pid()), readGoMem(p.url)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	prefix := "fan-" + randomHex(6) + "-"
+	prefix := []byte("fan-" + randomHex(6) + "-")
 	var (
-		mu      sync.Mutex
-		arrived []time.Time // of the message being fanned out
-		round   string      // its text
+		marker  atomic.Pointer[[]byte] // the text of the message being fanned out
+		arrived = make([]atomic.Int64, n)
+		count   atomic.Int64
 		wg      sync.WaitGroup
+		conns   = make([]net.Conn, 0, n)
 	)
+	defer func() {
+		for _, conn := range conns {
+			conn.Close()
+		}
+		wg.Wait()
+	}()
 	opened := time.Now()
-	for range n {
-		body, err := openStream(ctx, p.chat.base, c)
+	for i := range n {
+		conn, r, err := rawListen(p.chat.base, c)
 		if err != nil {
 			return res, err
 		}
+		conns = append(conns, conn)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			defer body.Close()
-			r := bufio.NewReader(body)
 			for {
 				line, err := r.ReadSlice('\n')
-				if err != nil {
+				if err != nil && err != bufio.ErrBufferFull {
 					return
 				}
 				// The user's message, not the bot's echo of it.
-				if bytes.Contains(line, []byte(prefix)) && !bytes.Contains(line, []byte("echo ")) {
-					now := time.Now()
-					mu.Lock()
-					if round != "" && bytes.Contains(line, []byte(round)) {
-						arrived = append(arrived, now)
+				if bytes.Contains(line, prefix) && !bytes.Contains(line, []byte("echo ")) {
+					if m := marker.Load(); m != nil && bytes.Contains(line, *m) &&
+						arrived[i].CompareAndSwap(0, time.Now().UnixNano()) {
+						count.Add(1)
 					}
-					mu.Unlock()
 				}
 			}
 		}()
@@ -76,35 +88,63 @@ func idleListeners(p *parleyTarget, n int) (listenResult, error) {
 	time.Sleep(2 * time.Second) // idle
 	res.after, res.goAfter = rssKB(p.pid()), readGoMem(p.url)
 	for i := range fanouts {
-		text := prefix + strconv.Itoa(i)
-		mu.Lock()
+		text := string(prefix) + strconv.Itoa(i)
 		// With the JSON string's closing quote: "-1" is not "-10".
-		round, arrived = text+`"`, arrived[:0]
-		mu.Unlock()
+		m := []byte(text + `"`)
+		count.Store(0)
+		for j := range arrived {
+			arrived[j].Store(0)
+		}
+		marker.Store(&m)
 		sent := time.Now()
 		send(p.chat.base, c, text)
 		deadline := sent.Add(fanoutWait)
-		for time.Now().Before(deadline) {
-			mu.Lock()
-			got := len(arrived)
-			mu.Unlock()
-			if got >= n {
-				break
-			}
+		for count.Load() < int64(n) && time.Now().Before(deadline) {
 			time.Sleep(time.Millisecond)
 		}
-		mu.Lock()
-		for _, at := range arrived {
-			res.fanout = append(res.fanout, at.Sub(sent))
+		marker.Store(nil)
+		for j := range arrived {
+			if at := arrived[j].Load(); at != 0 {
+				res.fanout = append(res.fanout, time.Unix(0, at).Sub(sent))
+			} else {
+				res.missing++
+			}
 		}
-		res.missing += n - len(arrived)
-		round = ""
-		mu.Unlock()
 		time.Sleep(500 * time.Millisecond) // the echoes' fan-out ends
 	}
-	cancel()
-	wg.Wait()
 	return res, nil
+}
+
+// rawListen opens a Chat API stream on a TCP connection of its own and
+// reads the response's head; the returned reader is its body's bytes,
+// chunk framing included (a frame is never split between chunks, so its
+// data line is whole).
+func rawListen(base string, c conv) (net.Conn, *bufio.Reader, error) {
+	u, err := url.Parse(base)
+	if err != nil {
+		return nil, nil, err
+	}
+	conn, err := net.Dial("tcp", u.Host)
+	if err != nil {
+		return nil, nil, err
+	}
+	_, err = fmt.Fprintf(conn, "GET %s/conversations/%s/listen HTTP/1.1\r\nHost: %s\r\nAccept: text/event-stream\r\nx-user-key: %s\r\n\r\n",
+		u.Path, c.id, u.Host, c.key)
+	if err != nil {
+		conn.Close()
+		return nil, nil, err
+	}
+	r := bufio.NewReader(conn)
+	res, err := http.ReadResponse(r, nil)
+	if err != nil {
+		conn.Close()
+		return nil, nil, err
+	}
+	if res.StatusCode != 200 {
+		conn.Close()
+		return nil, nil, fmt.Errorf("listen: status %d", res.StatusCode)
+	}
+	return conn, r, nil
 }
 
 // goMem is what a server's /metrics says of its Go memory.

@@ -201,9 +201,11 @@ func (a *App) start(ctx context.Context, o options) error {
 	// Integrations: the bot's messages in the conversations they own are
 	// delivered from the signal log (the outbox hears of each commit).
 	integ = integrations.New(a.db, bundles, integrations.Options{PublicURL: a.URL, Node: node, Log: a.log})
-	commit := store.Committer(observedCommitter{a.db.NewCommitter(queue.AfterCommit(func(sig *model.Signal) {
-		hub.Publish(sig)
-		integ.Outbox.Published(sig)
+	commit := store.Committer(observedCommitter{a.db.NewCommitter(queue.AfterCommit(func(sigs ...*model.Signal) {
+		hub.Publish(sigs...)
+		for _, sig := range sigs {
+			integ.Outbox.Published(sig)
+		}
 	})), met})
 	engine := runtime.New(runtime.Options{})
 	a.closeOnShutdown(engine.Close) // after the workers that run turns

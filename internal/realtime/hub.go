@@ -241,13 +241,26 @@ func renderFrame(sig *model.Signal) []byte {
 	return b
 }
 
-// Publish fans a committed signal out to this node's streams of its
-// conversation and announces it to the other nodes. It never blocks: a
-// subscriber whose buffer is full is dropped.
-func (h *Hub) Publish(sig *model.Signal) {
-	h.fanout(topicKey{sig.BotID, sig.ConversationID}, []*model.Signal{sig})
+// Publish fans committed signals (one write's, in commit order) out to
+// this node's streams of their conversations and announces them to the
+// other nodes. It never blocks: a subscriber whose buffer is full is
+// dropped. A run of signals of one conversation is offered to each stream
+// before the stream is scheduled, so that a stream writes a user's message
+// and the bot's answer committed with it in one write, not two.
+func (h *Hub) Publish(sigs ...*model.Signal) {
+	for i := 0; i < len(sigs); {
+		k := topicKey{sigs[i].BotID, sigs[i].ConversationID}
+		j := i + 1
+		for j < len(sigs) && sigs[j].BotID == k.bot && sigs[j].ConversationID == k.conv {
+			j++
+		}
+		h.fanout(k, sigs[i:j])
+		i = j
+	}
 	if h.broker != nil {
-		h.broker.Announce(sig)
+		for _, sig := range sigs {
+			h.broker.Announce(sig)
+		}
 	}
 }
 
@@ -258,31 +271,23 @@ func (h *Hub) fanout(k topicKey, sigs []*model.Signal) {
 	if t == nil {
 		return
 	}
+	items := make([]*item, len(sigs))
+	for i, sig := range sigs {
+		items[i] = newItem(sig)
+		t.high = max(t.high, sig.Seq)
+	}
 	// Parked streams with new work are scheduled in batches.
 	wake := h.wake[:0]
-	for _, sig := range sigs {
-		if sig.Seq > t.high {
-			t.high = sig.Seq
+	for s := range t.subs {
+		if !h.offerAll(t, s, items) {
+			continue
 		}
-		it := newItem(sig)
-		for s := range t.subs {
-			if !s.offer(it) {
-				delete(t.subs, s)
-				s.drop(reasonSlow)
-				continue
-			}
-			if p := s.park.Load(); p != nil && p.sched.CompareAndSwap(false, true) {
-				if wake = append(wake, p); len(wake) == wakeBatch {
-					// The workers start while the loop goes on.
-					h.enqueue(wake...)
-					clear(wake)
-					wake = wake[:0]
-				}
-			}
-			if it.removed != "" && it.removed == s.userID {
-				// The stream gets the notice of its own removal, then
-				// nothing more: it leaves the topic at once.
-				delete(t.subs, s)
+		if p := s.park.Load(); p != nil && p.sched.CompareAndSwap(false, true) {
+			if wake = append(wake, p); len(wake) == wakeBatch {
+				// The workers start while the loop goes on.
+				h.enqueue(wake...)
+				clear(wake)
+				wake = wake[:0]
 			}
 		}
 	}
@@ -294,6 +299,24 @@ func (h *Hub) fanout(k topicKey, sigs []*model.Signal) {
 	if len(t.subs) == 0 {
 		delete(h.topics, k)
 	}
+}
+
+// offerAll queues items to s, which leaves t when its buffer is full
+// (dropped: false) or when it gets the notice of its own removal (then
+// nothing more). Called with h.mu held.
+func (h *Hub) offerAll(t *topic, s *Subscription, items []*item) bool {
+	for _, it := range items {
+		if !s.offer(it) {
+			delete(t.subs, s)
+			s.drop(reasonSlow)
+			return false
+		}
+		if it.removed != "" && it.removed == s.userID {
+			delete(t.subs, s)
+			return true
+		}
+	}
+	return true
 }
 
 // wakeBatch is how many parked streams a fan-out schedules at once.

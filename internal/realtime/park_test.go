@@ -320,3 +320,65 @@ func BenchmarkFanout(b *testing.B) {
 		})
 	}
 }
+
+// TestPublishedTogetherWrittenTogether: signals of one write (a user's
+// message and the bot's answer committed with it) reach each of many
+// parked streams in one chunk, one write, though the fan-out schedules
+// streams in batches while it goes on.
+func TestPublishedTogetherWrittenTogether(t *testing.T) {
+	const n = 4 * wakeBatch
+	log := &memLog{}
+	h := NewHub(log, nil, Options{FirstFrameDelay: time.Millisecond, Keepalive: time.Minute, Heartbeat: -1,
+		MaxStreamsPerUser: n, MaxStreamsPerConversation: n})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_ = h.Serve(w, r, StreamRequest{BotID: "b", ConversationID: "c", UserID: "u"},
+			func(context.Context) error { return nil })
+	}))
+	defer func() { h.Close(); srv.Close() }()
+	bodies := make([]*bufio.Reader, n)
+	for i := range bodies {
+		s := dialStream(t, srv.Listener.Addr().String())
+		br := bufio.NewReader(s.conn)
+		_ = s.conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+		if _, err := http.ReadResponse(br, nil); err != nil {
+			t.Fatal(err)
+		}
+		bodies[i] = br
+	}
+	waitFor(t, "the streams parked", 10*time.Second, func() bool { return h.Parked() == n })
+	h.Publish(log.append("b", "c", "message_created", `{"text":"pair-question"}`, time.Now()),
+		log.append("b", "c", "message_created", `{"text":"pair-answer"}`, time.Now()))
+	split := 0
+	for _, br := range bodies {
+		for {
+			chunk := readChunk(t, br)
+			if strings.Contains(chunk, "pair-question") {
+				if !strings.Contains(chunk, "pair-answer") {
+					split++
+				}
+				break
+			}
+		}
+	}
+	if split > 0 {
+		t.Fatalf("%d of %d streams wrote the two signals of one write apart", split, n)
+	}
+}
+
+// readChunk reads one chunk of a chunked HTTP body, raw.
+func readChunk(t *testing.T, br *bufio.Reader) string {
+	t.Helper()
+	line, err := br.ReadString('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	var size int
+	if _, err := fmt.Sscanf(strings.TrimSpace(line), "%x", &size); err != nil {
+		t.Fatalf("chunk size line %q: %v", line, err)
+	}
+	b := make([]byte, size+2)
+	if _, err := io.ReadFull(br, b); err != nil {
+		t.Fatal(err)
+	}
+	return string(b[:size])
+}

@@ -62,12 +62,10 @@ type convState struct {
 // a committed write's signals are published (publish may be nil), then its
 // conversation queued when it gave the bot a turn still pending (not one
 // its Then completed: Dispatcher.Fold).
-func (q *Queue) AfterCommit(publish func(*model.Signal)) store.AfterCommit {
+func (q *Queue) AfterCommit(publish func(...*model.Signal)) store.AfterCommit {
 	return func(w *store.Write) {
-		if publish != nil {
-			for _, sig := range w.Signals() {
-				publish(sig)
-			}
+		if sigs := w.Signals(); publish != nil && len(sigs) > 0 {
+			publish(sigs...)
 		}
 		if w.Turn != nil && !w.ThenRan() {
 			q.Notify(w.Conversation())
