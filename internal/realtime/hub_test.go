@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -56,9 +57,8 @@ func TestSlowSubscriberDropped(t *testing.T) {
 		for i := range 100 {
 			h.Publish(log.append("b", "c", "message_created", fmt.Sprintf(`{"i":%d}`, i), time.Now()))
 			// fast keeps up
-			select {
-			case <-fast.c:
-			case <-time.After(time.Second):
+			if fast.next() == nil {
+				t.Error("fast subscriber got nothing")
 			}
 		}
 	}()
@@ -85,18 +85,34 @@ func TestSlowSubscriberDropped(t *testing.T) {
 	}
 }
 
+// TestRemovalLeavesTopic: a removed participant's stream gets the notice
+// of its own removal, then nothing more, whether the signals after it are
+// published apart or with it (one write's signals).
 func TestRemovalLeavesTopic(t *testing.T) {
-	log := &memLog{}
-	h := NewHub(log, nil, Options{})
-	a := mustSubscribe(t, h, "b", "c", "alice")
-	bob := mustSubscribe(t, h, "b", "c", "bob")
-	h.Publish(log.append("b", "c", model.SignalParticipantRemoved, `{"conversationId":"c","participantId":"bob"}`, time.Now()))
-	h.Publish(log.append("b", "c", model.SignalMessageCreated, `{}`, time.Now()))
-	if len(bob.c) != 1 || len(a.c) != 2 {
-		t.Fatalf("bob got %d, alice %d", len(bob.c), len(a.c))
-	}
-	if it := <-bob.c; it.removed != "bob" {
-		t.Fatalf("bob's last item %+v", it)
+	for _, together := range []bool{false, true} {
+		t.Run(fmt.Sprintf("together=%v", together), func(t *testing.T) {
+			log := &memLog{}
+			h := NewHub(log, nil, Options{})
+			a := mustSubscribe(t, h, "b", "c", "alice")
+			bob := mustSubscribe(t, h, "b", "c", "bob")
+			removed := log.append("b", "c", model.SignalParticipantRemoved, `{"conversationId":"c","participantId":"bob"}`, time.Now())
+			after := log.append("b", "c", model.SignalMessageCreated, `{}`, time.Now())
+			if together {
+				h.Publish(removed, after)
+			} else {
+				h.Publish(removed)
+				h.Publish(after)
+			}
+			if bob.queued() != 1 || a.queued() != 2 {
+				t.Fatalf("bob got %d, alice %d", bob.queued(), a.queued())
+			}
+			if it := bob.next(); it.removed != "bob" {
+				t.Fatalf("bob's last item %+v", it)
+			}
+			if n := h.Subscribers("b", "c"); n != 1 {
+				t.Fatalf("%d subscribers left, want alice alone", n)
+			}
+		})
 	}
 }
 
@@ -264,4 +280,42 @@ func mustSubscribe(t *testing.T, h *Hub, bot, conv, user string) *Subscription {
 		t.Fatal(err)
 	}
 	return s
+}
+
+// TestIdleSubscriptionHoldsNoBuffer: an idle subscription holds no queue
+// buffer (one of Options.Buffer signals, 2 KB, was most of an idle
+// listener's heap), and one emptied after a fan-out's few signals keeps at
+// most a small one.
+func TestIdleSubscriptionHoldsNoBuffer(t *testing.T) {
+	const n = 10000
+	h := NewHub(&memLog{}, nil, Options{MaxStreamsPerUser: n, MaxStreamsPerConversation: n})
+	heap := func() uint64 {
+		var m runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&m)
+		return m.HeapAlloc
+	}
+	before := heap()
+	subs := make([]*Subscription, n)
+	for i := range subs {
+		var err error
+		if subs[i], err = h.subscribe(StreamRequest{BotID: "b", ConversationID: "c", UserID: strconv.Itoa(i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	idle := heap()
+	log := &memLog{}
+	h.Publish(log.append("b", "c", "message_created", `{}`, time.Now()), log.append("b", "c", "message_created", `{}`, time.Now()))
+	for _, s := range subs {
+		for s.next() != nil {
+		}
+	}
+	drained := heap()
+	runtime.KeepAlive(subs)
+	if per := (idle - before) / n; per > 1024 {
+		t.Errorf("an idle subscription holds %d bytes", per)
+	}
+	if per := (drained - before) / n; per > 1024 {
+		t.Errorf("a drained subscription holds %d bytes", per)
+	}
 }

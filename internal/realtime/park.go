@@ -301,7 +301,7 @@ func (p *parked) kick() {
 // hasWork reports work for the stream (held is always nil once a step
 // ends without a handoff).
 func (p *parked) hasWork() bool {
-	if len(p.st.sub.c) > 0 || p.beat.Load() || p.keep.Load() {
+	if p.st.sub.queued() > 0 || p.beat.Load() || p.keep.Load() {
 		return true
 	}
 	select {
@@ -405,10 +405,7 @@ func (p *parked) step(own bool) int {
 	for !st.ended && !s.blocked {
 		it := p.held
 		if it == nil {
-			select {
-			case it = <-st.sub.c:
-			default:
-			}
+			it = st.sub.next()
 		}
 		if it == nil {
 			break

@@ -257,21 +257,21 @@ func (st *stream) loop(ctx context.Context) {
 					return
 				}
 			}
-		case it := <-st.sub.c:
-			if st.deliver(ctx, it) != nil {
-				return
-			}
-			// Coalesce whatever else is queued into one flush.
-		drain:
+		case <-st.sub.ready:
+			// Whatever is queued goes out in one flush.
+			delivered := false
 			for !st.ended {
-				select {
-				case it := <-st.sub.c:
-					if st.deliver(ctx, it) != nil {
-						return
-					}
-				default:
-					break drain
+				it := st.sub.next()
+				if it == nil {
+					break
 				}
+				if st.deliver(ctx, it) != nil {
+					return
+				}
+				delivered = true
+			}
+			if !delivered {
+				continue // taken with the previous signal
 			}
 			if st.ended || st.flush() != nil {
 				return
