@@ -1,7 +1,10 @@
 package app_test
 
 import (
+	"context"
+	"net/http"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -44,6 +47,49 @@ func TestCodeBotAnswersWithTheMessage(t *testing.T) {
 			}
 		}
 		want := []string{"echo a #1", "echo b #2", "found look #3", "echo c #4"}
+		if got := chat.botTexts(t, conv, user, 4); !slices.Equal(got, want) {
+			t.Fatalf("bot messages = %q, want %q", got, want)
+		}
+	})
+}
+
+// TestCodeBotSeesChangesBetweenMessages: a JavaScript bot that changes
+// nothing of what its turn starts with leaves that start to the next
+// message (turns' keptStarts); a change made between two messages through
+// the Runtime API (the conversation's tags) is what the next turn sees.
+func TestCodeBotSeesChangesBetweenMessages(t *testing.T) {
+	engines(t, func(t *testing.T, cfg func() app.Config) {
+		c := cfg()
+		c.FoldWithin = 10 * time.Second // a first turn compiles the bot
+		a := testapp.Start(t, c)
+		bot, url, _ := codeBot(t, a, `bot.on.message('text', async ({ message, event, client }) => {
+  const topic = event.tags.conversation.topic || '-'
+  await client.createMessage({ conversationId: message.conversationId, payload: { type: 'text', text: 'echo ' + message.payload.text + ' ' + topic } })
+})`)
+		chat, conv, user := chatSession(t, url)
+		token, err := a.RuntimeAPI().Credentials.MintBotToken(context.Background(), bot.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		chat.say(t, conv, "a")
+		chat.botTexts(t, conv, user, 1)
+		chat.say(t, conv, "b")
+		chat.botTexts(t, conv, user, 2)
+		req, _ := http.NewRequest("PUT", a.URL+"/v1/chat/conversations/"+conv, strings.NewReader(`{"tags":{"topic":"news"}}`))
+		req.Header.Set("Authorization", "Bearer "+token)
+		req.Header.Set("x-bot-id", bot.ID)
+		req.Header.Set("Content-Type", "application/json")
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if res.StatusCode != 200 {
+			t.Fatalf("updateConversation: %s", res.Status)
+		}
+		chat.say(t, conv, "c")
+		chat.say(t, conv, "d")
+		want := []string{"echo a -", "echo b -", "echo c news", "echo d news"}
 		if got := chat.botTexts(t, conv, user, 4); !slices.Equal(got, want) {
 			t.Fatalf("bot messages = %q, want %q", got, want)
 		}

@@ -48,6 +48,11 @@ type Write struct {
 	// (PostgreSQL's pipelined group commit) never runs it.
 	Then    *Write
 	ThenSeq int64
+	// ThenIf, when set, is a further condition of Then, checked in the
+	// transaction once Turn got ThenSeq (the Fold of a turn that started
+	// from what an earlier turn left, not from a read: that it is still
+	// what the store holds).
+	ThenIf  func(ctx context.Context, tx Store) (bool, error)
 	thenRan bool
 }
 
@@ -120,6 +125,11 @@ func (w *Write) Run(ctx context.Context, tx Store) error {
 	}
 	if err != nil || w.Then == nil || w.Turn == nil || w.Turn.Seq != w.ThenSeq {
 		return err
+	}
+	if w.ThenIf != nil {
+		if ok, err := w.ThenIf(ctx, tx); err != nil || !ok {
+			return err
+		}
 	}
 	if err := w.Then.Run(ctx, tx); err != nil {
 		return err

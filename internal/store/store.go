@@ -324,6 +324,8 @@ type IdleTurn struct {
 	// Idle is set when the conversation has no pending turn and is not in
 	// handoff: a new turn would be the next to run.
 	Idle bool
+	// Handoff is set when the conversation is in handoff.
+	Handoff bool
 	// TurnSeq is the conversation's last turn number (conversations.turn_seq):
 	// the next turn enqueued gets TurnSeq+1 unless another came in between.
 	TurnSeq int64

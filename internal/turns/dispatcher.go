@@ -108,6 +108,7 @@ type Dispatcher struct {
 	foldStopped  bool
 	foldsRunning int
 	folds        sync.WaitGroup
+	kept         keptStarts // what folded turns left for the next (foldstart.go)
 }
 
 type turnKey struct {

@@ -1,6 +1,10 @@
 package turns
 
-import "context"
+import (
+	"context"
+
+	"github.com/parley-bots/parley/internal/store"
+)
 
 // FoldableBot makes b a bot whose turns Fold may run before their message
 // is committed, holding its effects as a code bot does.
@@ -18,4 +22,16 @@ func StepOutside(ctx context.Context, out BotOutput) error {
 		return g.beforeOutside(ctx)
 	}
 	return nil
+}
+
+// StartOf is what the turn starts with when it was read with it (a
+// Fold's), or nil.
+func StartOf(in *TurnInput) *store.TurnStart { return in.start }
+
+// KeepStart tells the turn changed none of what it started with, as a code
+// bot does.
+func KeepStart(out BotOutput) {
+	if k, ok := out.(startKeeper); ok {
+		k.keepStart()
+	}
 }

@@ -98,6 +98,9 @@ type fold struct {
 	// completed is set when the fold completed the turn of a message
 	// committed alone: the queue's notification of that turn needs no run.
 	completed bool
+	// kept is the start the turn began from when its conversation's last
+	// turn kept it (keptStarts), not read.
+	kept *keptStart
 }
 
 // commitAlone commits the message without the turn's completion, once:
@@ -131,7 +134,7 @@ type ran struct {
 
 func (f *fold) run(ctx context.Context, m *model.Message) error {
 	d := f.d
-	idle, err := d.store.States().GetIdleTurn(ctx, f.ref.BotID, m.UserID, f.ref.ConversationID)
+	idle, err := f.idleTurn(ctx, m.UserID)
 	if err != nil || !idle.Idle {
 		defer f.end()
 		return f.commitAlone(ctx)
@@ -160,7 +163,7 @@ func (f *fold) run(ctx context.Context, m *model.Message) error {
 			f.complete(ctx, r)
 			return f.aloneErr
 		}
-		return f.commitFolded(ctx, r, idle.TurnSeq+1)
+		return f.commitFolded(ctx, r, idle)
 	case <-timer.C:
 		// The turn takes longer: its message commits now, its completion
 		// when it ends.
@@ -173,21 +176,38 @@ func (f *fold) run(ctx context.Context, m *model.Message) error {
 	}
 }
 
+// idleTurn is what the message's turn starts with: the start its
+// conversation's last turn kept for this user (keptStarts), or else read.
+func (f *fold) idleTurn(ctx context.Context, userID string) (store.IdleTurn, error) {
+	if ks, ok := f.d.kept.take(f.ref, userID); ok {
+		f.kept = &ks
+		return store.IdleTurn{Start: ks.start, Idle: true, TurnSeq: ks.seq}, nil
+	}
+	return f.d.store.States().GetIdleTurn(ctx, f.ref.BotID, userID, f.ref.ConversationID)
+}
+
 // commitFolded commits the message with the completion of its turn,
-// which ran before the message was committed.
-func (f *fold) commitFolded(ctx context.Context, r ran, seq int64) error {
+// which ran before the message was committed, from start.
+func (f *fold) commitFolded(ctx context.Context, r ran, start store.IdleTurn) error {
 	d, t := f.d, f.w.Turn
 	if f.runsAgain(r) {
 		return f.commitAlone(ctx)
 	}
 	then := r.out.completion(t, false)
 	recordRun(then, t, r.run(t))
-	f.w.Then, f.w.ThenSeq = then, seq
+	f.w.Then, f.w.ThenSeq = then, start.TurnSeq+1
+	if f.kept != nil {
+		f.w.ThenIf = stillHolds(f.ref, *f.kept)
+	}
 	err := d.commit.Commit(ctx, f.w)
+	if err == nil && f.w.ThenRan() && r.err == nil && r.out.startKept {
+		// The turn changed none of its start: the next one starts there.
+		d.kept.put(f.ref, keptStart{userID: t.UserID, start: start.Start, seq: t.Seq})
+	}
 	if err != nil {
 		// The rolled-back attempt's numbers are forgotten (a turn that
 		// keeps a number is not numbered again).
-		f.w.Then = nil
+		f.w.Then, f.w.ThenIf = nil, nil
 		f.w.Turn.Seq = 0
 		if f.w.Signal != nil {
 			f.w.Signal.Seq = 0

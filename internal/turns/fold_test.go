@@ -55,7 +55,26 @@ type foldFixture struct {
 	*chatFixture
 	db      store.DB
 	commits *countingCommitter
+	reads   *atomic.Int64 // the dispatcher's reads of an idle turn's start
 	conv    string
+}
+
+// startReads is a store whose reads of an idle turn's start are counted.
+type startReads struct {
+	store.Store
+	n *atomic.Int64
+}
+
+func (s startReads) States() store.States { return countedStates{s.Store.States(), s.n} }
+
+type countedStates struct {
+	store.States
+	n *atomic.Int64
+}
+
+func (s countedStates) GetIdleTurn(ctx context.Context, botID, userID, conversationID string) (store.IdleTurn, error) {
+	s.n.Add(1)
+	return s.States.GetIdleTurn(ctx, botID, userID, conversationID)
 }
 
 func newFoldFixture(t *testing.T, bot turns.Bot, o turns.DispatcherOptions) *foldFixture {
@@ -75,9 +94,10 @@ func newFoldFixtureWith(t *testing.T, bot turns.Bot, o turns.DispatcherOptions, 
 	}
 	commit := &countingCommitter{Committer: inner}
 	resolver := func(context.Context, string) (turns.Bot, error) { return bot, nil }
+	reads := &atomic.Int64{}
 	n := &node{chat: conversations.NewChat(db, commit, nopStreams{}, nil, queue),
-		dispatcher: turns.NewDispatcher(db, commit, queue, resolver, slog.Default(), o)}
-	f := &foldFixture{chatFixture: newChatFixtureOn(t, db, n), db: db, commits: commit}
+		dispatcher: turns.NewDispatcher(startReads{db, reads}, commit, queue, resolver, slog.Default(), o)}
+	f := &foldFixture{chatFixture: newChatFixtureOn(t, db, n), db: db, commits: commit, reads: reads}
 	conv, err := f.chat.CreateConversation(context.Background(), f.caller, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -402,4 +422,93 @@ func TestFoldCommitFails(t *testing.T) {
 	if idle.TurnSeq != 2 {
 		t.Fatalf("the conversation's last turn is numbered %d after two turns", idle.TurnSeq)
 	}
+}
+
+// TestFoldKeptStart: a folded turn that changed none of what it started
+// with leaves that start for the conversation's next message, which folds
+// without reading it; a change made meanwhile by anything else (a state
+// set, a handoff) is found in the commit's transaction, and the turn runs
+// again from the store instead; another user's message reads its own.
+func TestFoldKeptStart(t *testing.T) {
+	// The bot answers with the conversation's state it started with, and
+	// changes nothing.
+	bot := botFunc(func(ctx context.Context, in *turns.TurnInput, out turns.BotOutput) error {
+		var p struct{ Text string }
+		_ = json.Unmarshal(in.Message.Payload, &p)
+		state := "none"
+		if st := turns.StartOf(in); st != nil && st.ConvState != nil {
+			state = string(st.ConvState)
+		}
+		b, _ := json.Marshal(map[string]string{"type": "text", "text": "echo " + p.Text + " " + state})
+		_, err := out.CreateMessage(ctx, turns.OutgoingMessage{Payload: b})
+		turns.KeepStart(out)
+		return err
+	})
+	for _, tc := range []struct {
+		name      string
+		between   func(t *testing.T, f *foldFixture)
+		reads     int64  // the second message's reads of its start
+		commits   int64  // and commits
+		answer    string // the second message's answer ("": none)
+		otherUser bool
+	}{
+		{name: "nothing changed", reads: 0, commits: 1, answer: "echo b none"},
+		{name: "state set", between: func(t *testing.T, f *foldFixture) {
+			if err := f.db.States().Put(context.Background(), f.botID, store.ScopeConversation, f.conv, json.RawMessage(`{"n":1}`)); err != nil {
+				t.Fatal(err)
+			}
+		}, reads: 0, commits: 2, answer: `echo b {"n":1}`},
+		{name: "handoff", between: func(t *testing.T, f *foldFixture) {
+			if _, err := f.db.Handoffs().Request(context.Background(), &model.Handoff{BotID: f.botID, ConversationID: f.conv,
+				Status: model.HandoffWaiting, RequestedBy: "test", RequestedAt: model.Now()}); err != nil {
+				t.Fatal(err)
+			}
+		}, reads: 0, commits: 2},
+		{name: "another user", otherUser: true, reads: 1, commits: 1, answer: "echo b none"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFoldFixture(t, turns.FoldableBot(bot), turns.DispatcherOptions{FoldWithin: 10 * time.Second})
+			f.post(t, f.conv, "a")
+			if n := f.reads.Load(); n != 1 {
+				t.Fatalf("the first message read its start %d times, want 1", n)
+			}
+			if tc.between != nil {
+				tc.between(t, f)
+			}
+			if tc.otherUser {
+				f.chatFixture = f.otherCaller(t, f.conv)
+			}
+			reads, commits := f.reads.Load(), f.commits.n.Load()
+			f.post(t, f.conv, "b")
+			want := []string{"a", "echo a none", "b"}
+			if tc.answer != "" {
+				want = append(want, tc.answer)
+			}
+			waitUntil(t, "the second turn", func() bool { return f.pending(t) == 0 })
+			time.Sleep(20 * time.Millisecond) // an answer given twice would show
+			eqStrings(t, "messages", f.texts(t), want...)
+			if n := f.reads.Load() - reads; n != tc.reads {
+				t.Fatalf("the second message read its start %d times, want %d", n, tc.reads)
+			}
+			if n := f.commits.n.Load() - commits; n != tc.commits {
+				t.Fatalf("the second message took %d commits, want %d", n, tc.commits)
+			}
+		})
+	}
+}
+
+// otherCaller adds a second user to the conversation and returns the
+// fixture acting as that user.
+func (f *foldFixture) otherCaller(t *testing.T, conv string) *chatFixture {
+	t.Helper()
+	ctx := context.Background()
+	c := &conversations.Caller{Scope: f.caller.Scope, UserID: "u2"}
+	if _, err := f.chat.GetOrCreateUser(ctx, c, conversations.UserInput{}); err != nil {
+		t.Fatal(err)
+	}
+	id := "u2"
+	if _, err := f.chat.AddParticipant(ctx, f.caller, conv, &id); err != nil {
+		t.Fatal(err)
+	}
+	return &chatFixture{node: f.node, botID: f.botID, caller: c}
 }

@@ -85,7 +85,7 @@ func (r states) GetIdleTurn(ctx context.Context, botID, userID, conversationID s
 	if err != nil {
 		return out, err
 	}
-	out.Start, out.TurnSeq, out.Idle = *start, seq, !pending && !handoff
+	out.Start, out.TurnSeq, out.Idle, out.Handoff = *start, seq, !pending && !handoff, handoff
 	return out, nil
 }
 

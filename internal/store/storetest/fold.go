@@ -3,6 +3,7 @@ package storetest
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"testing"
 
 	"github.com/parley-bots/parley/internal/model"
@@ -25,7 +26,7 @@ func testIdleTurn(t *testing.T, db store.DB) {
 	want, err := r.GetTurn(ctx, f.bot.ID, "u1", "c1")
 	ok(t, err)
 	eq(t, "start", got.Start, want)
-	if !got.Idle || got.TurnSeq != 0 {
+	if !got.Idle || got.Handoff || got.TurnSeq != 0 {
 		t.Fatalf("new conversation: %+v, want idle at 0", got)
 	}
 
@@ -46,8 +47,8 @@ func testIdleTurn(t *testing.T, db store.DB) {
 	ok(t, err)
 	got, err = r.GetIdleTurn(ctx, f.bot.ID, "u1", "c1")
 	ok(t, err)
-	if got.Idle {
-		t.Fatal("a conversation in handoff is idle")
+	if got.Idle || !got.Handoff {
+		t.Fatalf("a conversation in handoff: idle %v, handoff %v", got.Idle, got.Handoff)
 	}
 	// Another bot's conversation of the same id is not this one.
 	other := newBot(t, db, f.ws, nil, 1)
@@ -148,4 +149,56 @@ func writeThen(t *testing.T, db store.DB, mustRun bool) {
 		t.Fatalf("announced signals = %d, want the user's only", len(ws))
 	}
 	eq(t, "writes announced", len(after), 2)
+	for _, p := range pending {
+		ok(t, db.Signals().CompleteTurn(ctx, f.bot.ID, "c1", p.Seq))
+	}
+
+	// ThenIf, checked in the transaction once the turn got ThenSeq: a
+	// refusal leaves the turn pending, as another turn in between does; a
+	// failure fails the whole write. (An engine that never runs Then never
+	// asks.)
+	seq := w.Turn.Seq
+	for _, tc := range []struct {
+		name   string
+		answer bool
+		err    error
+	}{{"accepts", true, nil}, {"refuses", false, nil}, {"fails", false, errors.New("check failed")}} {
+		seq++
+		w, reply = message(int(seq), seq)
+		asked := false
+		w.ThenIf = func(ctx context.Context, tx store.Store) (bool, error) {
+			asked = true
+			// It reads in the transaction: the message's turn is there.
+			idle, err := tx.States().GetIdleTurn(ctx, f.bot.ID, "u1", "c1")
+			if err == nil && (idle.Idle || idle.TurnSeq != seq) {
+				t.Errorf("%s: ThenIf read %+v, want the message's turn %d pending", tc.name, idle, seq)
+			}
+			return tc.answer, tc.err
+		}
+		err := cm.Commit(ctx, w)
+		if tc.err != nil && (asked || mustRun) {
+			if err == nil {
+				t.Fatalf("%s: the write committed", tc.name)
+			}
+			if _, err := db.Chat().GetMessage(ctx, f.bot.ID, w.Turn.RefID); !model.IsNotFound(err) {
+				t.Fatalf("%s: the message of a failed write: err = %v", tc.name, err)
+			}
+			break
+		}
+		ok(t, err)
+		_, replyErr := db.Chat().GetMessage(ctx, f.bot.ID, reply.ID)
+		switch ran := w.ThenRan(); {
+		case ran && (!tc.answer || !asked):
+			t.Fatalf("%s: Then ran (ThenIf asked: %v)", tc.name, asked)
+		case ran:
+			ok(t, replyErr)
+		case tc.answer && mustRun:
+			t.Fatalf("%s: Then did not run", tc.name)
+		default:
+			if !model.IsNotFound(replyErr) {
+				t.Fatalf("%s: the reply of a Then that did not run: err = %v", tc.name, replyErr)
+			}
+			ok(t, db.Signals().CompleteTurn(ctx, f.bot.ID, "c1", w.Turn.Seq))
+		}
+	}
 }
