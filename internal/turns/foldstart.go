@@ -13,9 +13,13 @@ import (
 	"github.com/parley-bots/parley/internal/store"
 )
 
-// maxKeptStarts bounds keptStarts: beyond it, a conversation's next
-// message reads its start again.
-const maxKeptStarts = 4096
+// keptStarts' bounds: beyond maxKeptStarts conversations, one's start is
+// forgotten; a start whose states take more than maxKeptStateBytes is not
+// kept (a few thousand starts then hold a few megabytes at most).
+const (
+	maxKeptStarts     = 4096
+	maxKeptStateBytes = 8 << 10
+)
 
 // keptStarts remembers, per conversation, what its next turn starts with
 // (its user, conversation and states, and its last turn's number), once a
@@ -53,6 +57,9 @@ func (k *keptStarts) take(ref model.ConversationRef, userID string) (keptStart, 
 }
 
 func (k *keptStarts) put(ref model.ConversationRef, ks keptStart) {
+	if len(ks.start.UserState)+len(ks.start.ConvState)+len(ks.start.BotState) > maxKeptStateBytes {
+		return
+	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if k.m == nil {
