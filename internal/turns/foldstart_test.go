@@ -14,7 +14,9 @@ import (
 // and only to its user.
 func TestKeptStartsBounded(t *testing.T) {
 	var k keptStarts
-	ref := func(i int) model.ConversationRef { return model.ConversationRef{BotID: "b", ConversationID: string(rune('a'+i%26)) + strings.Repeat("x", i/26)} }
+	ref := func(i int) model.ConversationRef {
+		return model.ConversationRef{BotID: "b", ConversationID: string(rune('a'+i%26)) + strings.Repeat("x", i/26)}
+	}
 	for i := range maxKeptStarts + 100 {
 		k.put(ref(i), keptStart{userID: "u", seq: int64(i)})
 	}
