@@ -3,6 +3,7 @@ package conversations
 import (
 	"context"
 	"encoding/json"
+	"time"
 
 	"github.com/parley-bots/parley/internal/model"
 	"github.com/parley-bots/parley/internal/store"
@@ -99,7 +100,8 @@ func (s *Chat) createIncomingMessage(ctx context.Context, c *Caller, in Incoming
 		defer release()
 	}
 	m := &model.Message{BotID: c.BotID, ID: model.NewID(), ConversationID: convID, UserID: c.UserID,
-		Payload: in.Payload, Metadata: in.Metadata, Direction: model.DirectionIncoming, CreatedAt: model.Now()}
+		Payload: in.Payload, Metadata: in.Metadata, Direction: model.DirectionIncoming,
+		CreatedAt: model.MessageTime(model.ConversationRef{BotID: c.BotID, ConversationID: convID}, time.Time{})}
 	turn := &model.Turn{BotID: c.BotID, ConversationID: convID, Kind: model.TurnMessage, RefID: m.ID,
 		UserID: c.UserID, CreatedAt: m.CreatedAt}
 	sig := &model.Signal{BotID: c.BotID, ConversationID: convID, Type: model.SignalMessageCreated,

@@ -5,6 +5,7 @@ import (
 	"encoding/base32"
 	"encoding/hex"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -43,4 +44,47 @@ func NewNodeID() string {
 		panic(err)
 	}
 	return "node-" + hex.EncodeToString(b[:])
+}
+
+// MessageTime is the creation time of a new message of the conversation
+// ref: now, unless this node gave the conversation's last message this
+// millisecond or a later one, then the millisecond after that one; and
+// always after `after` (a bot's answer, after what it answers). Messages
+// are ordered by their millisecond timestamps: without this, a user's
+// message sent in the millisecond of the bot's previous answer (which
+// took the millisecond after its question) sorted before that answer.
+func MessageTime(ref ConversationRef, after time.Time) time.Time {
+	t := Now()
+	if !t.After(after) {
+		t = after.Truncate(time.Millisecond).Add(time.Millisecond)
+	}
+	messageClock.mu.Lock()
+	defer messageClock.mu.Unlock()
+	c := &messageClock
+	if last, ok := c.last[ref]; ok && !t.After(last) {
+		t = last.Add(time.Millisecond)
+	}
+	if c.last == nil {
+		c.last = map[ConversationRef]time.Time{}
+	}
+	c.last[ref] = t
+	if len(c.last) >= max(c.pruneAt, 1024) {
+		// A conversation whose last message is a second old needs no
+		// entry: now is later.
+		old := Now().Add(-time.Second)
+		for r, last := range c.last {
+			if last.Before(old) {
+				delete(c.last, r)
+			}
+		}
+		c.pruneAt = 2 * len(c.last)
+	}
+	return t
+}
+
+// messageClock holds, per conversation, the last MessageTime given.
+var messageClock struct {
+	mu      sync.Mutex
+	last    map[ConversationRef]time.Time
+	pruneAt int
 }

@@ -173,10 +173,13 @@ func (cb *codeBot) HandleTurn(ctx context.Context, in *TurnInput, out BotOutput)
 	if p := res.Problem; p != nil {
 		problems = append(problems, turnProblem{p.Code, issueCategory(p.Code), p.Title, p.Description})
 	}
-	if host, _ := rin.Host.(*botHost); host != nil && !host.called.Load() && res.Problem == nil &&
-		res.States.User == nil && res.States.Conversation == nil && res.States.Bot == nil {
-		if k, ok := out.(startKeeper); ok {
-			k.keepStart()
+	if host, _ := rin.Host.(*botHost); host != nil && !host.called.Load() && res.Problem == nil {
+		if res.States.User == nil && res.States.Conversation == nil && res.States.Bot == nil {
+			if k, ok := out.(startKeeper); ok {
+				k.keepStart()
+			}
+		} else if k, ok := out.(*turnOutput); ok {
+			k.keepStartWith(res.States.User, res.States.Conversation, res.States.Bot)
 		}
 	}
 	// Stored with the turn's held replies and its completion, in one

@@ -2,6 +2,7 @@ package turns
 
 import (
 	"context"
+	"encoding/json"
 
 	"github.com/parley-bots/parley/internal/store"
 )
@@ -33,5 +34,13 @@ func StartOf(in *TurnInput) *store.TurnStart { return in.start }
 func KeepStart(out BotOutput) {
 	if k, ok := out.(startKeeper); ok {
 		k.keepStart()
+	}
+}
+
+// KeepStartWith tells the turn changed nothing of what it started with
+// but the states it stores with its completion, as a code bot does.
+func KeepStartWith(out BotOutput, user, conv, bot json.RawMessage) {
+	if o, ok := out.(*turnOutput); ok {
+		o.keepStartWith(user, conv, bot)
 	}
 }

@@ -200,9 +200,12 @@ func (f *fold) commitFolded(ctx context.Context, r ran, start store.IdleTurn) er
 		f.w.ThenIf = stillHolds(f.ref, *f.kept)
 	}
 	err := d.commit.Commit(ctx, f.w)
-	if err == nil && f.w.ThenRan() && r.err == nil && r.out.startKept {
-		// The turn changed none of its start: the next one starts there.
-		d.kept.put(f.ref, keptStart{userID: t.UserID, start: start.Start, seq: t.Seq})
+	if err == nil && f.w.ThenRan() && r.err == nil {
+		// A turn that changed none of its start but its states: the next
+		// one starts there.
+		if next, ok := r.out.nextStart(start.Start); ok {
+			d.kept.put(f.ref, keptStart{userID: t.UserID, start: next, seq: t.Seq})
+		}
 	}
 	if err != nil {
 		// The rolled-back attempt's numbers are forgotten (a turn that

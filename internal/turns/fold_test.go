@@ -512,3 +512,41 @@ func (f *foldFixture) otherCaller(t *testing.T, conv string) *chatFixture {
 	}
 	return &chatFixture{node: f.node, botID: f.botID, caller: c}
 }
+
+// TestFoldKeptStartWithStates: a folded turn that changed only its states
+// leaves its start with those states for the next message, which folds
+// without reading and starts from them.
+func TestFoldKeptStartWithStates(t *testing.T) {
+	var botID string
+	bot := botFunc(func(ctx context.Context, in *turns.TurnInput, out turns.BotOutput) error {
+		var p struct{ Text string }
+		_ = json.Unmarshal(in.Message.Payload, &p)
+		state := "none"
+		if st := turns.StartOf(in); st != nil && st.ConvState != nil {
+			state = string(st.ConvState)
+		}
+		b, _ := json.Marshal(map[string]string{"type": "text", "text": "echo " + p.Text + " " + state})
+		if _, err := out.CreateMessage(ctx, turns.OutgoingMessage{Payload: b}); err != nil {
+			return err
+		}
+		next, _ := json.Marshal(map[string]string{"last": p.Text})
+		out.WithLocalCompletion(func(ctx context.Context, tx store.Store) error {
+			return tx.States().Put(ctx, botID, store.ScopeConversation, in.ConversationID, next)
+		})
+		turns.KeepStartWith(out, nil, next, nil)
+		return nil
+	})
+	f := newFoldFixture(t, turns.FoldableBot(bot), turns.DispatcherOptions{FoldWithin: 10 * time.Second})
+	botID = f.botID
+	for _, text := range []string{"a", "b", "c"} {
+		commits := f.commits.n.Load()
+		f.post(t, f.conv, text)
+		if n := f.commits.n.Load() - commits; n != 1 {
+			t.Fatalf("message %q took %d commits, want 1", text, n)
+		}
+	}
+	eqStrings(t, "messages", f.texts(t), "a", "echo a none", "b", `echo b {"last":"a"}`, "c", `echo c {"last":"b"}`)
+	if n := f.reads.Load(); n != 1 {
+		t.Fatalf("the messages read their start %d times, want once (the first)", n)
+	}
+}

@@ -52,7 +52,8 @@ func (o outbox) messageWrite(ctx context.Context, botID, convID string, payload,
 		}
 	}
 	m := &model.Message{BotID: botID, ID: model.NewID(), ConversationID: convID, UserID: botID,
-		Payload: p, Metadata: meta, Direction: model.DirectionOutgoing, CreatedAt: laterThan(after)}
+		Payload: p, Metadata: meta, Direction: model.DirectionOutgoing,
+		CreatedAt: model.MessageTime(model.ConversationRef{BotID: botID, ConversationID: convID}, after)}
 	sig := &model.Signal{BotID: botID, ConversationID: convID, Type: model.SignalMessageCreated,
 		Data: wire.MessageCreatedData(m, true), CreatedAt: m.CreatedAt}
 	return &store.Write{Signal: sig, Local: true,
@@ -97,16 +98,6 @@ func (o outbox) requireConversation(ctx context.Context, botID, convID string) e
 	return err
 }
 
-// laterThan returns now, or prev + 1 ms when now is not strictly later:
-// the clients sort messages by millisecond timestamps.
-func laterThan(prev time.Time) time.Time {
-	t := model.Now()
-	if !t.After(prev) {
-		t = prev.Add(time.Millisecond)
-	}
-	return t
-}
-
 // turnOutput implements BotOutput for one turn. When hold is set (an
 // EffectHolder's turn), what the bot sends is kept in held and committed
 // with the turn's completion (Dispatcher.completeTurn); otherwise it is
@@ -130,6 +121,10 @@ type turnOutput struct {
 	// startKept is set by a bot whose turn changed none of what a turn
 	// starts with (its user, conversation and states; startKeeper).
 	startKept bool
+	// setStates, when set, are the states (user, conversation, bot; nil:
+	// unchanged) of a turn that changed nothing else of its start
+	// (keepStartWith).
+	setStates *[3]json.RawMessage
 	// gate, when set, runs before the turn's first step outside what its
 	// completion holds (a Runtime API call, a read of the store): the
 	// turn of a message not committed yet (Dispatcher.Fold) commits it
@@ -157,6 +152,31 @@ func (o *turnOutput) beforeOutside(ctx context.Context) error {
 type startKeeper interface{ keepStart() }
 
 func (o *turnOutput) keepStart() { o.startKept = true }
+
+// keepStartWith tells the turn changed nothing of what a turn starts with
+// but the states it stores with its completion (user, conversation, bot;
+// nil: unchanged).
+func (o *turnOutput) keepStartWith(user, conv, bot json.RawMessage) {
+	o.setStates = &[3]json.RawMessage{user, conv, bot}
+}
+
+// nextStart is what the conversation's next turn starts with, after this
+// one that started from start, when the turn told (keepStart,
+// keepStartWith).
+func (o *turnOutput) nextStart(start store.TurnStart) (store.TurnStart, bool) {
+	switch {
+	case o.startKept:
+		return start, true
+	case o.setStates != nil:
+		for i, to := range []*json.RawMessage{&start.UserState, &start.ConvState, &start.BotState} {
+			if st := o.setStates[i]; st != nil {
+				*to = st
+			}
+		}
+		return start, true
+	}
+	return start, false
+}
 
 // RequestHandoff hands the conversation over to humans with the turn's
 // completion: it waits for an operator, and the bot's next turns in it
