@@ -553,15 +553,14 @@ type Subscription struct {
 	done       chan struct{}
 	once       sync.Once
 	reason     int                    // set before done is closed
+	dropped    atomic.Bool            // done is closed (a load costs no channel's cache line, on the fan-out's path)
 	park       atomic.Pointer[parked] // set once the hub holds the stream
 }
 
 // offer queues it without blocking; false means the queue is full.
 func (s *Subscription) offer(it *item) bool {
-	select {
-	case <-s.done:
+	if s.dropped.Load() {
 		return true
-	default:
 	}
 	s.mu.Lock()
 	if len(s.q)-s.head >= s.limit {
@@ -607,6 +606,7 @@ func (s *Subscription) queued() int {
 func (s *Subscription) drop(reason int) {
 	s.once.Do(func() {
 		s.reason = reason
+		s.dropped.Store(true)
 		close(s.done)
 		if p := s.park.Load(); p != nil {
 			p.kick()

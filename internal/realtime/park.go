@@ -301,15 +301,7 @@ func (p *parked) kick() {
 // hasWork reports work for the stream (held is always nil once a step
 // ends without a handoff).
 func (p *parked) hasWork() bool {
-	if p.st.sub.queued() > 0 || p.beat.Load() || p.keep.Load() {
-		return true
-	}
-	select {
-	case <-p.st.sub.done:
-		return true
-	default:
-		return false
-	}
+	return p.st.sub.dropped.Load() || p.st.sub.queued() > 0 || p.beat.Load() || p.keep.Load()
 }
 
 func (h *Hub) enqueue(ps ...*parked) {
@@ -383,10 +375,8 @@ func (p *parked) step(own bool) int {
 			return p.end(false)
 		}
 	}
-	select {
-	case <-st.sub.done:
+	if st.sub.dropped.Load() {
 		return p.end(true)
-	default:
 	}
 	if p.keep.Load() {
 		if !own {
