@@ -2,10 +2,8 @@ package app_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -29,26 +27,11 @@ func TestRuntimeAPIWriteOutlivesItsCaller(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		call := func(path, body string, out any) {
-			t.Helper()
-			req, _ := http.NewRequest("POST", a.URL+path, strings.NewReader(body))
-			req.Header.Set("Authorization", "Bearer "+token)
-			req.Header.Set("x-bot-id", bot.ID)
-			req.Header.Set("Content-Type", "application/json")
-			res, err := http.DefaultClient.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer res.Body.Close()
-			if res.StatusCode != 200 {
-				t.Fatalf("POST %s: %s", path, res.Status)
-			}
-			_ = json.NewDecoder(res.Body).Decode(out)
-		}
+		call := botCaller(t, a, token, bot.ID)
 		var u struct{ User struct{ ID string } }
-		call("/v1/chat/users", `{"tags":{}}`, &u)
+		call("POST", "/v1/chat/users", `{"tags":{}}`, &u)
 		var c struct{ Conversation struct{ ID string } }
-		call("/v1/chat/conversations", `{"channel":"dm","tags":{}}`, &c)
+		call("POST", "/v1/chat/conversations", `{"channel":"dm","tags":{}}`, &c)
 
 		const n = 20
 		host := strings.TrimPrefix(a.URL, "http://")

@@ -2,8 +2,6 @@ package app_test
 
 import (
 	"context"
-	"encoding/json"
-	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -49,25 +47,7 @@ bot.on.message('*', async ({ event, client }) => {
 		if err != nil {
 			t.Fatal(err)
 		}
-		call := func(method, path, body string, out any) {
-			t.Helper()
-			req, _ := http.NewRequest(method, a.URL+path, strings.NewReader(body))
-			req.Header.Set("Authorization", "Bearer "+token)
-			req.Header.Set("x-bot-id", bot.ID)
-			req.Header.Set("Content-Type", "application/json")
-			res, err := http.DefaultClient.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer res.Body.Close()
-			if res.StatusCode != 200 {
-				b, _ := io.ReadAll(res.Body)
-				t.Fatalf("%s %s: %s %s", method, path, res.Status, b)
-			}
-			if out != nil {
-				_ = json.NewDecoder(res.Body).Decode(out)
-			}
-		}
+		call := botCaller(t, a, token, bot.ID)
 		doc := "# Help\n\n## Opening hours\n\nThe shop opens every weekday at nine.\n\n## Deliveries\n\nParcels are delivered within three days.\n"
 		var up struct {
 			File struct{ ID, UploadURL string }

@@ -2,9 +2,7 @@ package app_test
 
 import (
 	"context"
-	"net/http"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -75,18 +73,7 @@ func TestCodeBotSeesChangesBetweenMessages(t *testing.T) {
 		chat.botTexts(t, conv, user, 1)
 		chat.say(t, conv, "b")
 		chat.botTexts(t, conv, user, 2)
-		req, _ := http.NewRequest("PUT", a.URL+"/v1/chat/conversations/"+conv, strings.NewReader(`{"tags":{"topic":"news"}}`))
-		req.Header.Set("Authorization", "Bearer "+token)
-		req.Header.Set("x-bot-id", bot.ID)
-		req.Header.Set("Content-Type", "application/json")
-		res, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		res.Body.Close()
-		if res.StatusCode != 200 {
-			t.Fatalf("updateConversation: %s", res.Status)
-		}
+		botCaller(t, a, token, bot.ID)("PUT", "/v1/chat/conversations/"+conv, `{"tags":{"topic":"news"}}`, nil)
 		chat.say(t, conv, "c")
 		chat.say(t, conv, "d")
 		want := []string{"echo a -", "echo b -", "echo c news", "echo d news"}

@@ -102,24 +102,7 @@ bot.on.message('*', async ({ event, client }) => {
 		if err != nil {
 			t.Fatal(err)
 		}
-		call := func(method, path, body string, out any) {
-			t.Helper()
-			req, _ := http.NewRequest(method, a.URL+path, strings.NewReader(body))
-			req.Header.Set("Authorization", "Bearer "+token)
-			req.Header.Set("x-bot-id", bot.ID)
-			req.Header.Set("Content-Type", "application/json")
-			res, err := http.DefaultClient.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer res.Body.Close()
-			if res.StatusCode != 200 {
-				t.Fatalf("%s %s: %s", method, path, res.Status)
-			}
-			if out != nil {
-				_ = json.NewDecoder(res.Body).Decode(out)
-			}
-		}
+		call := botCaller(t, a, token, bot.ID)
 		var u struct{ User struct{ ID string } }
 		call("POST", "/v1/chat/users", `{"tags":{"ext":"42"}}`, &u)
 		var c struct{ Conversation struct{ ID string } }

@@ -3,6 +3,7 @@ package app_test
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -210,7 +211,8 @@ func botCaller(t *testing.T, a *app.App, token, botID string) func(method, path,
 		}
 		defer res.Body.Close()
 		if res.StatusCode != 200 {
-			t.Fatalf("%s %s: %s", method, path, res.Status)
+			b, _ := io.ReadAll(res.Body)
+			t.Fatalf("%s %s: %s %s", method, path, res.Status, b)
 		}
 		if out != nil {
 			_ = json.NewDecoder(res.Body).Decode(out)

@@ -433,14 +433,7 @@ func TestFoldKeptStart(t *testing.T) {
 	// The bot answers with the conversation's state it started with, and
 	// changes nothing.
 	bot := botFunc(func(ctx context.Context, in *turns.TurnInput, out turns.BotOutput) error {
-		var p struct{ Text string }
-		_ = json.Unmarshal(in.Message.Payload, &p)
-		state := "none"
-		if st := turns.StartOf(in); st != nil && st.ConvState != nil {
-			state = string(st.ConvState)
-		}
-		b, _ := json.Marshal(map[string]string{"type": "text", "text": "echo " + p.Text + " " + state})
-		_, err := out.CreateMessage(ctx, turns.OutgoingMessage{Payload: b})
+		_, err := echoWithState(ctx, in, out)
 		turns.KeepStart(out)
 		return err
 	})
@@ -519,17 +512,11 @@ func (f *foldFixture) otherCaller(t *testing.T, conv string) *chatFixture {
 func TestFoldKeptStartWithStates(t *testing.T) {
 	var botID string
 	bot := botFunc(func(ctx context.Context, in *turns.TurnInput, out turns.BotOutput) error {
-		var p struct{ Text string }
-		_ = json.Unmarshal(in.Message.Payload, &p)
-		state := "none"
-		if st := turns.StartOf(in); st != nil && st.ConvState != nil {
-			state = string(st.ConvState)
-		}
-		b, _ := json.Marshal(map[string]string{"type": "text", "text": "echo " + p.Text + " " + state})
-		if _, err := out.CreateMessage(ctx, turns.OutgoingMessage{Payload: b}); err != nil {
+		text, err := echoWithState(ctx, in, out)
+		if err != nil {
 			return err
 		}
-		next, _ := json.Marshal(map[string]string{"last": p.Text})
+		next, _ := json.Marshal(map[string]string{"last": text})
 		out.WithLocalCompletion(func(ctx context.Context, tx store.Store) error {
 			return tx.States().Put(ctx, botID, store.ScopeConversation, in.ConversationID, next)
 		})
@@ -549,4 +536,18 @@ func TestFoldKeptStartWithStates(t *testing.T) {
 	if n := f.reads.Load(); n != 1 {
 		t.Fatalf("the messages read their start %d times, want once (the first)", n)
 	}
+}
+
+// echoWithState answers a text message with "echo <text> <the
+// conversation's state the turn started with>" and returns the text.
+func echoWithState(ctx context.Context, in *turns.TurnInput, out turns.BotOutput) (string, error) {
+	var p struct{ Text string }
+	_ = json.Unmarshal(in.Message.Payload, &p)
+	state := "none"
+	if st := turns.StartOf(in); st != nil && st.ConvState != nil {
+		state = string(st.ConvState)
+	}
+	b, _ := json.Marshal(map[string]string{"type": "text", "text": "echo " + p.Text + " " + state})
+	_, err := out.CreateMessage(ctx, turns.OutgoingMessage{Payload: b})
+	return p.Text, err
 }
