@@ -132,7 +132,11 @@ func (s *Messages) Create(ctx context.Context, c *Caller, in MessageInput) (*mod
 	if c.Kind == KindBot && s.replies != nil && in.UserID == c.BotID && in.ConversationID != "" {
 		defer s.replies.ReplyStarted(c.BotID, in.ConversationID)()
 	}
-	w, m, err := s.prepare(ctx, c, in, model.Now())
+	at := model.Now()
+	if in.ConversationID != "" {
+		at = model.MessageTime(model.ConversationRef{BotID: c.BotID, ConversationID: in.ConversationID}, time.Time{})
+	}
+	w, m, err := s.prepare(ctx, c, in, at)
 	if err != nil {
 		return nil, err
 	}

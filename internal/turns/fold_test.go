@@ -1,6 +1,7 @@
 package turns_test
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -433,7 +434,10 @@ func TestFoldKeptStart(t *testing.T) {
 	// The bot answers with the conversation's state it started with, and
 	// changes nothing.
 	bot := botFunc(func(ctx context.Context, in *turns.TurnInput, out turns.BotOutput) error {
-		_, err := echoWithState(ctx, in, out)
+		text, err := echoWithState(ctx, in, out)
+		if err == nil && text == "help" {
+			err = out.RequestHandoff(ctx, in.ConversationID, "asked")
+		}
 		turns.KeepStart(out)
 		return err
 	})
@@ -444,6 +448,7 @@ func TestFoldKeptStart(t *testing.T) {
 		commits   int64  // and commits
 		answer    string // the second message's answer ("": none)
 		otherUser bool
+		first     string // the first message ("a" unless set)
 	}{
 		{name: "nothing changed", reads: 0, commits: 1, answer: "echo b none"},
 		{name: "state set", between: func(t *testing.T, f *foldFixture) {
@@ -458,10 +463,14 @@ func TestFoldKeptStart(t *testing.T) {
 			}
 		}, reads: 0, commits: 2},
 		{name: "another user", otherUser: true, reads: 1, commits: 1, answer: "echo b none"},
+		// A turn that asked for a human keeps no start: the next message
+		// reads that the conversation is in handoff.
+		{name: "handoff asked by the turn", first: "help", reads: 1, commits: 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFoldFixture(t, turns.FoldableBot(bot), turns.DispatcherOptions{FoldWithin: 10 * time.Second})
-			f.post(t, f.conv, "a")
+			first := cmp.Or(tc.first, "a")
+			f.post(t, f.conv, first)
 			if n := f.reads.Load(); n != 1 {
 				t.Fatalf("the first message read its start %d times, want 1", n)
 			}
@@ -473,7 +482,7 @@ func TestFoldKeptStart(t *testing.T) {
 			}
 			reads, commits := f.reads.Load(), f.commits.n.Load()
 			f.post(t, f.conv, "b")
-			want := []string{"a", "echo a none", "b"}
+			want := []string{first, "echo " + first + " none", "b"}
 			if tc.answer != "" {
 				want = append(want, tc.answer)
 			}

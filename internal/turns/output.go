@@ -165,6 +165,8 @@ func (o *turnOutput) keepStartWith(user, conv, bot json.RawMessage) {
 // keepStartWith).
 func (o *turnOutput) nextStart(start store.TurnStart) (store.TurnStart, bool) {
 	switch {
+	case o.handoff: // the conversation waits for a human: its next turn is skipped
+		return start, false
 	case o.startKept:
 		return start, true
 	case o.setStates != nil:
