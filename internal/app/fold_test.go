@@ -18,9 +18,7 @@ import (
 // the same, a moment later.
 func TestCodeBotAnswersWithTheMessage(t *testing.T) {
 	engines(t, func(t *testing.T, cfg func() app.Config) {
-		c := cfg()
-		c.FoldWithin = 10 * time.Second // a first turn compiles the bot
-		a := testapp.Start(t, c)
+		a, c := foldingApp(t, cfg)
 		_, url, _ := codeBot(t, a, `bot.on.message('text', async ({ message, client, state }) => {
   let text = 'echo ' + message.payload.text
   if (message.payload.text === 'look') {
@@ -57,9 +55,7 @@ func TestCodeBotAnswersWithTheMessage(t *testing.T) {
 // the Runtime API (the conversation's tags) is what the next turn sees.
 func TestCodeBotSeesChangesBetweenMessages(t *testing.T) {
 	engines(t, func(t *testing.T, cfg func() app.Config) {
-		c := cfg()
-		c.FoldWithin = 10 * time.Second // a first turn compiles the bot
-		a := testapp.Start(t, c)
+		a, _ := foldingApp(t, cfg)
 		bot, url, _ := codeBot(t, a, `bot.on.message('text', async ({ message, event, client }) => {
   const topic = event.tags.conversation.topic || '-'
   await client.createMessage({ conversationId: message.conversationId, payload: { type: 'text', text: 'echo ' + message.payload.text + ' ' + topic } })
@@ -81,4 +77,12 @@ func TestCodeBotSeesChangesBetweenMessages(t *testing.T) {
 			t.Fatalf("bot messages = %q, want %q", got, want)
 		}
 	})
+}
+
+// foldingApp starts an app whose folds wait long enough for a bot's first
+// turn, which compiles it, and returns it with its config.
+func foldingApp(t *testing.T, cfg func() app.Config) (*app.App, app.Config) {
+	c := cfg()
+	c.FoldWithin = 10 * time.Second
+	return testapp.Start(t, c), c
 }
