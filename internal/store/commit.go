@@ -44,8 +44,12 @@ type Write struct {
 	// ThenSeq, the number that follows the conversation's last turn as the
 	// bot's run began; another turn in between leaves Turn pending, for the
 	// dispatcher to run again in order. ThenRan tells which once the write
-	// ran. An engine that numbers the turn only at the commit
-	// (PostgreSQL's pipelined group commit) never runs it.
+	// ran. In a pipelined transaction (PostgreSQL's group commit), where
+	// Turn is numbered only at the commit, Turn takes ThenSeq as Then runs
+	// and the engine fails the transaction unless that is its number
+	// (Signals.RequireLastTurn, ErrTurnBetween); the group commit then
+	// commits the write again without Then (noThen), so the outcome is the
+	// same on every engine.
 	Then    *Write
 	ThenSeq int64
 	// ThenIf, when set, is a further condition of Then, checked in the
@@ -54,6 +58,12 @@ type Write struct {
 	// what the store holds).
 	ThenIf  func(ctx context.Context, tx Store) (bool, error)
 	thenRan bool
+	// noThen makes Run leave Then out (the group commit's retry of a write
+	// whose Then was refused in a pipelined transaction).
+	noThen bool
+	// seqGiven is set while Turn holds ThenSeq given by Run, not by the
+	// engine: a run again takes it back first.
+	seqGiven bool
 }
 
 // ThenRan tells whether Then ran in the write's transaction (meaningful
@@ -100,6 +110,9 @@ func (w *Write) Conversation() model.ConversationRef {
 // then (WithReturnedRow).
 func (w *Write) Run(ctx context.Context, tx Store) error {
 	w.thenRan = false
+	if w.seqGiven {
+		w.Turn.Seq, w.seqGiven = 0, false
+	}
 	if w.Fence != nil {
 		if err := tx.Leases().Check(ctx, *w.Fence); err != nil {
 			return err
@@ -123,8 +136,20 @@ func (w *Write) Run(ctx context.Context, tx Store) error {
 		}
 		err = tx.Signals().AppendSignal(ctx, sg)
 	}
-	if err != nil || w.Then == nil || w.Turn == nil || w.Turn.Seq != w.ThenSeq {
+	if err != nil || w.Then == nil || w.Turn == nil || w.noThen {
 		return err
+	}
+	if Pipelined(ctx) && w.Turn.Seq == 0 {
+		// The turn's number comes back with the commit: Then runs with
+		// ThenSeq, and the engine fails the transaction unless the turn
+		// got it.
+		ref := w.Conversation()
+		if err := tx.Signals().RequireLastTurn(ctx, ref.BotID, ref.ConversationID, w.ThenSeq); err != nil {
+			return err
+		}
+		w.Turn.Seq, w.seqGiven = w.ThenSeq, true
+	} else if w.Turn.Seq != w.ThenSeq {
+		return nil
 	}
 	if w.ThenIf != nil {
 		if ok, err := w.ThenIf(ctx, tx); err != nil || !ok {

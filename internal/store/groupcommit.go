@@ -3,6 +3,7 @@ package store
 import (
 	"cmp"
 	"context"
+	"errors"
 	"hash/maphash"
 	"slices"
 	"sync"
@@ -187,6 +188,16 @@ func (g *GroupCommitter) commit(batch []*queued) {
 	} else {
 		for _, q := range live {
 			q.err = err
+		}
+	}
+	for i, q := range live {
+		if errors.Is(q.err, ErrTurnBetween) {
+			// Its Then was refused in the engine (a pipelined
+			// transaction): the write commits without it, as where the
+			// turn's number is known as it runs.
+			reset(i)
+			q.w.noThen = true
+			q.err = g.run(ctx, func(ctx context.Context, tx Store) error { return q.w.Run(ctx, tx) })
 		}
 	}
 	if g.after != nil {

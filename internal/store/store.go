@@ -275,6 +275,12 @@ type Signals interface {
 	UnleasedPendingConversations(ctx context.Context, leasePrefix string, limit int) ([]model.ConversationRef, error)
 	// CompleteTurn removes a turn once it has run.
 	CompleteTurn(ctx context.Context, botID, conversationID string, seq int64) error
+	// RequireLastTurn fails with ErrTurnBetween unless the conversation's
+	// last turn number is seq. In a pipelined transaction it is written to
+	// fail in the engine (WithRequiredRow), so that it needs no answer
+	// before the COMMIT: a Write's Then there, whose turn is numbered only
+	// at the commit (Write.Run).
+	RequireLastTurn(ctx context.Context, botID, conversationID string, seq int64) error
 }
 
 // PendingTurn is a pending turn with what it refers to: Message for a
@@ -398,6 +404,11 @@ type Fence struct {
 	// often keeps its lease without renewals of its own.
 	Renew time.Duration
 }
+
+// ErrTurnBetween is RequireLastTurn's error: another turn was numbered
+// after the one expected. A group commit then commits the write without
+// its Then (Write.Then).
+var ErrTurnBetween = errors.New("another turn of the conversation came first")
 
 // ErrFenced is Check's error: the lease was taken over by another holder.
 var ErrFenced = errors.New("lease taken over by another node: write fenced off")

@@ -48,7 +48,8 @@ type DispatcherOptions struct {
 	Observer TurnObserver
 	// FoldWithin is how long a user's message waits for its bot's turn to
 	// commit with it (Fold; default DefaultFoldWithin, negative: never).
-	// Without leases only.
+	// With leases, only where this node holds the conversation's lease
+	// parked by its last run.
 	FoldWithin time.Duration
 }
 
@@ -96,8 +97,9 @@ type Dispatcher struct {
 	heldMu sync.Mutex
 	held   map[model.ConversationRef]time.Time
 
-	// parked are leases kept after their run (lease.go); releasing the
-	// ones being released.
+	// parked are leases kept after their run (lease.go) for linger
+	// (leaseLinger; tests lengthen it); releasing the ones being released.
+	linger      time.Duration
 	parkMu      sync.Mutex
 	parked      map[model.ConversationRef]*parked
 	releasing   map[model.ConversationRef]chan struct{}
@@ -159,7 +161,7 @@ func NewDispatcher(st store.Store, commit store.Committer, queue *Queue, bots Re
 		o.Node = model.NewNodeID()
 	}
 	d := &Dispatcher{store: st, commit: commit, queue: queue, bots: bots, log: log, o: o, retries: map[turnKey]int{}, held: map[model.ConversationRef]time.Time{},
-		parked: map[model.ConversationRef]*parked{}, releasing: map[model.ConversationRef]chan struct{}{}}
+		linger: leaseLinger, parked: map[model.ConversationRef]*parked{}, releasing: map[model.ConversationRef]chan struct{}{}}
 	fold := d.Fold
 	queue.fold.Store(&fold)
 	return d
@@ -327,27 +329,25 @@ func (d *Dispatcher) runConversation(ref model.ConversationRef, wait *time.Durat
 	ctx, cancel := context.WithCancel(d.ctx)
 	defer cancel()
 	var fence *store.Fence
-	var renewed func(at time.Time) // with leases
+	var committed func(at time.Time, err error) // with leases
 	if d.o.Leases {
-		f, r, end, busy := d.lease(ctx, cancel, ref)
+		f, c, end, busy := d.lease(ctx, cancel, ref)
 		if busy {
 			return true
 		}
-		fence, renewed = f, r
+		fence, committed = f, c
 		defer end()
 	}
 	// fenced is the wait of a write fenced (and renewing the lease) since
-	// at: once it committed, the lease was renewed. Without leases it is
-	// the write's wait itself.
+	// at, which tells the lease its outcome. Without leases it is the
+	// write's wait itself.
 	fenced := func(at time.Time, wait func() error) func() error {
-		if renewed == nil {
+		if committed == nil {
 			return wait
 		}
 		return func() error {
 			err := wait()
-			if err == nil {
-				renewed(at)
-			}
+			committed(at, err)
 			return err
 		}
 	}

@@ -3,7 +3,9 @@ package turns
 import (
 	"context"
 	"encoding/json"
+	"time"
 
+	"github.com/parley-bots/parley/internal/model"
 	"github.com/parley-bots/parley/internal/store"
 )
 
@@ -44,3 +46,11 @@ func KeepStartWith(out BotOutput, user, conv, bot json.RawMessage) {
 		o.keepStartWith(user, conv, bot)
 	}
 }
+
+// SetLeaseLinger sets how long d keeps a lease after its conversation's
+// run (leaseLinger), before d starts.
+func SetLeaseLinger(d *Dispatcher, linger time.Duration) { d.linger = linger }
+
+// Parked tells whether d holds ref's lease parked, fresh enough for a
+// Fold to reuse.
+func Parked(d *Dispatcher, ref model.ConversationRef) bool { return d.parkedFresh(ref) }

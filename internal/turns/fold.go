@@ -41,11 +41,16 @@ type foldable interface{ foldable() }
 // wrote it) leaves this one pending in the same transaction, its effects
 // never stored, and the dispatcher runs it again, in order.
 //
-// Without leases only: with them, the conversation's lease would have to
-// be taken first, and PostgreSQL's pipelined commit learns the turn's
-// number only at the commit, too late for Then.
+// With leases (several nodes on PostgreSQL), a message folds only where
+// this node holds its conversation's lease, parked by the conversation's
+// last run (reused, not taken: a take is a round trip before the turn,
+// which the queue's run pays instead); the folded commit is fenced by it
+// and renews it, and the turn starts from a read, never a kept start
+// (whose check would read inside the group commit's transaction, a round
+// trip with its locks held). A fence refused (taken over meanwhile) leaves
+// the message committed alone, its turn pending for the new holder.
 func (d *Dispatcher) Fold(ctx context.Context, w *store.Write, m *model.Message) error {
-	if d.o.FoldWithin <= 0 || d.o.Leases || w.Turn == nil || w.Then != nil || m == nil {
+	if d.o.FoldWithin <= 0 || w.Turn == nil || w.Then != nil || m == nil {
 		return d.commit.Commit(ctx, w)
 	}
 	ref := w.Conversation()
@@ -58,6 +63,10 @@ func (d *Dispatcher) Fold(ctx context.Context, w *store.Write, m *model.Message)
 		return d.commit.Commit(ctx, w)
 	}
 	f := &fold{d: d, w: w, ref: ref}
+	if d.o.Leases && !f.lease() {
+		f.end()
+		return d.commit.Commit(ctx, w)
+	}
 	return f.run(ctx, m)
 }
 
@@ -101,6 +110,30 @@ type fold struct {
 	// kept is the start the turn began from when its conversation's last
 	// turn kept it (keptStarts), not read.
 	kept *keptStart
+
+	// With leases: the fence of the conversation's lease, what tells the
+	// lease of a fenced write's outcome, and what parks it again.
+	fence     *store.Fence
+	committed func(at time.Time, err error)
+	endLease  func()
+}
+
+// lease reuses the conversation's lease this node parked after its last
+// run, renewing it while the fold runs; false when there is none fresh
+// enough to reuse (the message then goes through the queue).
+func (f *fold) lease() bool {
+	d := f.d
+	if !d.parkedFresh(f.ref) {
+		return false
+	}
+	ctx, cancel := context.WithCancel(d.ctx)
+	fence, committed, end, busy := d.lease(ctx, cancel, f.ref)
+	if busy {
+		cancel()
+		return false
+	}
+	f.fence, f.committed, f.endLease = fence, committed, end
+	return true
 }
 
 // commitAlone commits the message without the turn's completion, once:
@@ -116,6 +149,9 @@ func (f *fold) commitAlone(ctx context.Context) error {
 // end releases the conversation: a turn notified meanwhile runs next
 // (not the fold's own, once it completed it).
 func (f *fold) end() {
+	if f.endLease != nil {
+		f.endLease() // parked again before the conversation is released
+	}
 	own := 0
 	if f.completed {
 		own = 1
@@ -179,9 +215,11 @@ func (f *fold) run(ctx context.Context, m *model.Message) error {
 // idleTurn is what the message's turn starts with: the start its
 // conversation's last turn kept for this user (keptStarts), or else read.
 func (f *fold) idleTurn(ctx context.Context, userID string) (store.IdleTurn, error) {
-	if ks, ok := f.d.kept.take(f.ref, userID); ok {
-		f.kept = &ks
-		return store.IdleTurn{Start: ks.start, Idle: true, TurnSeq: ks.seq}, nil
+	if f.fence == nil { // with leases the start is read, never kept (Fold)
+		if ks, ok := f.d.kept.take(f.ref, userID); ok {
+			f.kept = &ks
+			return store.IdleTurn{Start: ks.start, Idle: true, TurnSeq: ks.seq}, nil
+		}
 	}
 	return f.d.store.States().GetIdleTurn(ctx, f.ref.BotID, userID, f.ref.ConversationID)
 }
@@ -199,8 +237,13 @@ func (f *fold) commitFolded(ctx context.Context, r ran, start store.IdleTurn) er
 	if f.kept != nil {
 		f.w.ThenIf = stillHolds(f.ref, *f.kept)
 	}
+	f.w.Fence = f.fence
+	at := time.Now()
 	err := d.commit.Commit(ctx, f.w)
-	if err == nil && f.w.ThenRan() && r.err == nil {
+	if f.committed != nil {
+		f.committed(at, err)
+	}
+	if err == nil && f.w.ThenRan() && r.err == nil && f.fence == nil {
 		// A turn that changed none of its start but its states: the next
 		// one starts there.
 		if next, ok := r.out.nextStart(start.Start); ok {
@@ -210,7 +253,7 @@ func (f *fold) commitFolded(ctx context.Context, r ran, start store.IdleTurn) er
 	if err != nil {
 		// The rolled-back attempt's numbers are forgotten (a turn that
 		// keeps a number is not numbered again).
-		f.w.Then, f.w.ThenIf = nil, nil
+		f.w.Then, f.w.ThenIf, f.w.Fence = nil, nil, nil
 		f.w.Turn.Seq = 0
 		if f.w.Signal != nil {
 			f.w.Signal.Seq = 0
@@ -239,7 +282,12 @@ func (f *fold) complete(ctx context.Context, r ran) {
 	if f.aloneErr != nil || f.runsAgain(r) {
 		return // no message stored, or a turn for the dispatcher to run again
 	}
-	if err := d.completeTurn(ctx, t, r.out, r.run(t), nil)(); err != nil {
+	at := time.Now()
+	err := d.completeTurn(ctx, t, r.out, r.run(t), f.fence)()
+	if f.committed != nil {
+		f.committed(at, err)
+	}
+	if err != nil {
 		if ctx.Err() == nil {
 			d.log.Warn("turns: completing turn failed", "err", err)
 		}

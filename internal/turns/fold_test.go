@@ -87,7 +87,14 @@ func newFoldFixture(t *testing.T, bot turns.Bot, o turns.DispatcherOptions) *fol
 // committer (inside the counting one).
 func newFoldFixtureWith(t *testing.T, bot turns.Bot, o turns.DispatcherOptions, wrap func(store.Committer) store.Committer) *foldFixture {
 	t.Helper()
-	db := testdb.SQLite(t)
+	return newFoldFixtureOn(t, testdb.SQLite(t), bot, o, wrap)
+}
+
+// newFoldFixtureOn is newFoldFixtureWith on db. With leases, the
+// dispatcher keeps a lease parked for 5 s after its run (not 300 ms), so
+// that a slow machine does not let it go between a test's messages.
+func newFoldFixtureOn(t *testing.T, db store.DB, bot turns.Bot, o turns.DispatcherOptions, wrap func(store.Committer) store.Committer) *foldFixture {
+	t.Helper()
 	queue := turns.NewQueue()
 	var inner store.Committer = db.NewCommitter(queue.AfterCommit(nil))
 	if wrap != nil {
@@ -104,6 +111,9 @@ func newFoldFixtureWith(t *testing.T, bot turns.Bot, o turns.DispatcherOptions, 
 		t.Fatal(err)
 	}
 	f.conv = conv.ID
+	if o.Leases {
+		turns.SetLeaseLinger(f.dispatcher, 5*time.Second)
+	}
 	f.dispatcher.Start(context.Background())
 	t.Cleanup(f.dispatcher.Stop)
 	return f

@@ -2,6 +2,7 @@ package turns
 
 import (
 	"context"
+	"errors"
 	"sync/atomic"
 	"time"
 
@@ -36,14 +37,15 @@ type parked struct {
 
 // lease takes (or reuses) ref's lease and renews it until ctx ends;
 // cancel is called when the lease is lost. The fence renews it too with
-// every write it fences (Fence.Renew); renewed is told when such a write
-// committed, with the time before it was submitted, so that the run's own
-// renewals and the next run's Take are left out while turns commit: a
-// conversation that gets a message at least every leaseLinger keeps its
-// lease without a lease statement of its own. end, called once the run is
-// over and ctx cancelled, parks or releases it. busy reports that another
-// node holds it.
-func (d *Dispatcher) lease(ctx context.Context, cancel context.CancelFunc, ref model.ConversationRef) (fence *store.Fence, renewed func(at time.Time), end func(), busy bool) {
+// every write it fences (Fence.Renew); committed is told of such a write's
+// outcome, with the time before it was submitted: once it committed, the
+// run's own renewals and the next run's Take are left out while turns
+// commit (a conversation that gets a message at least every leaseLinger
+// keeps its lease without a lease statement of its own); once it was
+// fenced off, the lease is another node's and is not parked. end, called
+// once the run is over and ctx cancelled, parks or releases it. busy
+// reports that another node holds it.
+func (d *Dispatcher) lease(ctx context.Context, cancel context.CancelFunc, ref model.ConversationRef) (fence *store.Fence, committed func(at time.Time, err error), end func(), busy bool) {
 	name := leaseName(ref)
 	var epoch int64
 	// last is when the lease was last renewed (UnixNano): by a Take, a
@@ -95,6 +97,7 @@ func (d *Dispatcher) lease(ctx context.Context, cancel context.CancelFunc, ref m
 	// commit. A failing renewal is retried until the lease would have
 	// expired.
 	lost := false
+	var fencedOff atomic.Bool
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -135,7 +138,7 @@ func (d *Dispatcher) lease(ctx context.Context, cancel context.CancelFunc, ref m
 	end = func() {
 		cancel()
 		<-done // lost is the renewer's until it returned
-		if lost {
+		if lost || fencedOff.Load() {
 			d.forgetHeld(ref)
 			return
 		}
@@ -144,18 +147,22 @@ func (d *Dispatcher) lease(ctx context.Context, cancel context.CancelFunc, ref m
 		}
 		d.release(ref)
 	}
-	renewed = func(at time.Time) {
-		for {
+	committed = func(at time.Time, err error) {
+		if errors.Is(err, store.ErrFenced) {
+			fencedOff.Store(true)
+			return
+		}
+		for err == nil {
 			old := last.Load()
 			if at.UnixNano() <= old || last.CompareAndSwap(old, at.UnixNano()) {
 				return
 			}
 		}
 	}
-	return &store.Fence{Name: name, Holder: d.o.Node, Epoch: epoch, Renew: d.o.LeaseTTL}, renewed, end, false
+	return &store.Fence{Name: name, Holder: d.o.Node, Epoch: epoch, Renew: d.o.LeaseTTL}, committed, end, false
 }
 
-// park keeps ref's lease for leaseLinger; false when the dispatcher is
+// park keeps ref's lease for d.linger (leaseLinger); false when the dispatcher is
 // stopping (the caller releases it).
 func (d *Dispatcher) park(ref model.ConversationRef, epoch int64, renewed time.Time) bool {
 	d.parkMu.Lock()
@@ -164,7 +171,7 @@ func (d *Dispatcher) park(ref model.ConversationRef, epoch int64, renewed time.T
 		return false
 	}
 	p := &parked{epoch: epoch, renewed: renewed}
-	p.timer = time.AfterFunc(leaseLinger, func() { d.expire(ref, p) })
+	p.timer = time.AfterFunc(d.linger, func() { d.expire(ref, p) })
 	d.parked[ref] = p
 	return true
 }
@@ -187,6 +194,15 @@ func (d *Dispatcher) unpark(ref model.ConversationRef) *parked {
 		d.parkMu.Unlock()
 		return p
 	}
+}
+
+// parkedFresh tells whether ref's lease is parked here, renewed recently
+// enough to be reused (lease).
+func (d *Dispatcher) parkedFresh(ref model.ConversationRef) bool {
+	d.parkMu.Lock()
+	defer d.parkMu.Unlock()
+	p := d.parked[ref]
+	return p != nil && time.Since(p.renewed) < d.o.LeaseTTL/4
 }
 
 // expire releases a lease whose linger ended unless it was reused.

@@ -226,7 +226,3 @@ func TestTransient(t *testing.T) {
 	storetest.CheckTransient(t, db, db.(*sqlite.DB).SQL(), []storetest.TransientCase{
 		{Name: "locked", Err: testdb.Unavailable(t, "sqlite"), Want: true}})
 }
-
-// TestWriteThenRuns: SQLite knows a turn's number as its write runs, so
-// a Write's Then runs (the dispatcher's Fold relies on it).
-func TestWriteThenRuns(t *testing.T) { storetest.WriteThenRuns(t, testdb.SQLite(t)) }

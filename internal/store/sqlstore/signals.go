@@ -287,3 +287,23 @@ func (r signals) CompleteTurn(ctx context.Context, botID, conversationID string,
 	_, err := r.s.exec(ctx, `DELETE FROM turns WHERE bot_id = ? AND conversation_id = ? AND seq = ?`, botID, conversationID, seq)
 	return r.s.fail(err, "turn")
 }
+
+// RequireLastTurn fails with store.ErrTurnBetween unless the
+// conversation's last turn number is seq; pipelined, in the server (a
+// division by zero), with no answer needed before the COMMIT. A read, not
+// an UPDATE: it leaves no row version behind.
+func (r signals) RequireLastTurn(ctx context.Context, botID, conversationID string, seq int64) error {
+	const q = `SELECT COUNT(*) FROM conversations WHERE bot_id = ? AND id = ? AND turn_seq = ?`
+	if r.s.deferRows(ctx) {
+		_, err := r.s.exec(store.WithRequiredRow(ctx, store.ErrTurnBetween), `SELECT 1 / (`+q+`)`, botID, conversationID, seq)
+		return r.s.fail(err, "conversation")
+	}
+	var n int
+	if err := r.s.queryRow(ctx, q, botID, conversationID, seq).Scan(&n); err != nil {
+		return r.s.fail(err, "conversation")
+	}
+	if n == 0 {
+		return store.ErrTurnBetween
+	}
+	return nil
+}

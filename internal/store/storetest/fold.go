@@ -63,17 +63,12 @@ func testIdleTurn(t *testing.T, db store.DB) {
 // testWriteThen checks Write.Then through the engine's Committer: it
 // completes the write's turn in the same transaction when the turn got
 // ThenSeq, its signals following the write's; when another turn came in
-// between, the write commits alone and its turn stays pending. An engine
-// that learns the turn's number only at the commit (PostgreSQL's
-// pipelined group commit) never runs Then: the write then commits alone,
-// as consistent as when another turn came first.
-func testWriteThen(t *testing.T, db store.DB) { writeThen(t, db, false) }
-
-// WriteThenRuns is testWriteThen for an engine that must run Then (one
-// that knows a turn's number as its write runs: SQLite).
-func WriteThenRuns(t *testing.T, db store.DB) { writeThen(t, db, true) }
-
-func writeThen(t *testing.T, db store.DB, mustRun bool) {
+// between, the write commits alone and its turn stays pending. Every
+// engine runs it: SQLite, which numbers the turn as the write runs, and
+// PostgreSQL, whose pipelined group commit numbers it only at the commit
+// and has the server refuse a Then whose turn got another number (the
+// write then commits again without it).
+func testWriteThen(t *testing.T, db store.DB) {
 	ctx := t.Context()
 	f := setup(t, db)
 	newUser(t, db, f.bot.ID, "u1")
@@ -111,24 +106,18 @@ func writeThen(t *testing.T, db store.DB, mustRun bool) {
 	_, replyErr := db.Chat().GetMessage(ctx, f.bot.ID, reply.ID)
 	sigs, err := db.Signals().SignalsAfter(ctx, f.bot.ID, "c1", 0, 10)
 	ok(t, err)
-	switch {
-	case w.ThenRan():
-		eq(t, "pending turns once completed with the message", len(pending), 0)
-		ok(t, replyErr)
-		if len(sigs) != 2 || string(sigs[0].Data) != `{"m":"user"}` || string(sigs[1].Data) != `{"m":"bot"}` || sigs[1].Seq != 2 {
-			t.Fatalf("signals = %+v, want the user's then the bot's", sigs)
-		}
-		if ws := w.Signals(); len(ws) != 2 || ws[1] != w.Then.More[0] {
-			t.Fatalf("announced signals = %+v, want both", ws)
-		}
-	case mustRun:
+	if !w.ThenRan() {
 		t.Fatal("Then did not run with the turn's own number")
-	default:
-		if len(pending) != 1 || !model.IsNotFound(replyErr) || len(sigs) != 1 || len(w.Signals()) != 1 {
-			t.Fatalf("Then did not run, yet: pending %d, reply err %v, %d signals", len(pending), replyErr, len(sigs))
-		}
-		ok(t, db.Signals().CompleteTurn(ctx, f.bot.ID, "c1", pending[0].Seq))
 	}
+	eq(t, "pending turns once completed with the message", len(pending), 0)
+	ok(t, replyErr)
+	if len(sigs) != 2 || string(sigs[0].Data) != `{"m":"user"}` || string(sigs[1].Data) != `{"m":"bot"}` || sigs[1].Seq != 2 {
+		t.Fatalf("signals = %+v, want the user's then the bot's", sigs)
+	}
+	if ws := w.Signals(); len(ws) != 2 || ws[1] != w.Then.More[0] {
+		t.Fatalf("announced signals = %+v, want both", ws)
+	}
+	eq(t, "the turn's number", w.Turn.Seq, int64(1))
 
 	// Another turn came in between: its number is not ThenSeq.
 	w, reply = message(2, 2)
@@ -155,8 +144,7 @@ func writeThen(t *testing.T, db store.DB, mustRun bool) {
 
 	// ThenIf, checked in the transaction once the turn got ThenSeq: a
 	// refusal leaves the turn pending, as another turn in between does; a
-	// failure fails the whole write. (An engine that never runs Then never
-	// asks.)
+	// failure fails the whole write.
 	seq := w.Turn.Seq
 	for _, tc := range []struct {
 		name   string
@@ -176,7 +164,7 @@ func writeThen(t *testing.T, db store.DB, mustRun bool) {
 			return tc.answer, tc.err
 		}
 		err := cm.Commit(ctx, w)
-		if tc.err != nil && (asked || mustRun) {
+		if tc.err != nil {
 			if err == nil {
 				t.Fatalf("%s: the write committed", tc.name)
 			}
@@ -192,7 +180,7 @@ func writeThen(t *testing.T, db store.DB, mustRun bool) {
 			t.Fatalf("%s: Then ran (ThenIf asked: %v)", tc.name, asked)
 		case ran:
 			ok(t, replyErr)
-		case tc.answer && mustRun:
+		case tc.answer:
 			t.Fatalf("%s: Then did not run", tc.name)
 		default:
 			if !model.IsNotFound(replyErr) {

@@ -1,0 +1,175 @@
+package turns_test
+
+// The Fold with leases (several nodes on PostgreSQL): a message folds where
+// this node holds its conversation's lease, parked by the last run.
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/parley-bots/parley/internal/model"
+	"github.com/parley-bots/parley/internal/store"
+	"github.com/parley-bots/parley/internal/testutil/testdb"
+	"github.com/parley-bots/parley/internal/turns"
+)
+
+// leasedFold is a fold fixture on PostgreSQL with leases, node "n1".
+func leasedFold(t *testing.T, bot turns.Bot, o turns.DispatcherOptions) *foldFixture {
+	t.Helper()
+	o.Leases, o.LeaseTTL, o.Node = true, 10*time.Second, "n1"
+	return newFoldFixtureOn(t, testdb.Postgres(t), turns.FoldableBot(bot), o, nil)
+}
+
+func (f *foldFixture) ref() model.ConversationRef {
+	return model.ConversationRef{BotID: f.botID, ConversationID: f.conv}
+}
+
+// warm sends a first message, which does not fold (no lease is parked
+// yet: the queue's run takes it), and waits for its answer and the lease
+// parked after that run.
+func (f *foldFixture) warm(t *testing.T) {
+	t.Helper()
+	before := f.commits.n.Load()
+	f.post(t, f.conv, "warm")
+	waitUntil(t, "the first answer", func() bool { return len(f.texts(t)) == 2 })
+	if n := f.commits.n.Load() - before; n != 2 {
+		t.Fatalf("the first message took %d commits, want 2 (no lease to fold under)", n)
+	}
+	waitUntil(t, "the lease parked", func() bool { return turns.Parked(f.dispatcher, f.ref()) })
+}
+
+// recorder records the turns a bot ran, by their message's text ("event"
+// for an event turn).
+type recorder struct {
+	mu  sync.Mutex
+	ran []string
+}
+
+func (r *recorder) add(in *turns.TurnInput) string {
+	kind := "event"
+	if in.Message != nil {
+		var p struct{ Text string }
+		_ = json.Unmarshal(in.Message.Payload, &p)
+		kind = p.Text
+	}
+	r.mu.Lock()
+	r.ran = append(r.ran, kind)
+	r.mu.Unlock()
+	return kind
+}
+
+func (r *recorder) turns() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.ran...)
+}
+
+// TestFoldWithLease: where the node holds the conversation's lease parked,
+// a message and its answer commit in one fenced commit; the lease stays
+// this node's, parked again.
+func TestFoldWithLease(t *testing.T) {
+	obs := &countingObserver{}
+	f := leasedFold(t, botFunc(echoText), turns.DispatcherOptions{FoldWithin: 10 * time.Second, Observer: obs})
+	f.warm(t)
+	for i, text := range []string{"a", "b"} {
+		before := f.commits.n.Load()
+		f.post(t, f.conv, text)
+		if n := f.commits.n.Load() - before; n != 1 {
+			t.Fatalf("message %d took %d commits, want 1", i, n)
+		}
+	}
+	eqStrings(t, "messages once createMessage returned", f.texts(t), "warm", "echo warm", "a", "echo a", "b", "echo b")
+	eqStrings(t, "signals", f.signalTexts(t), "warm", "echo warm", "a", "echo a", "b", "echo b")
+	if n := f.pending(t); n != 0 {
+		t.Fatalf("%d turns pending", n)
+	}
+	if turns, failed := f.runs(t); turns != 3 || failed != 0 {
+		t.Fatalf("turn runs recorded: %d, %d failed; want 3, none failed", turns, failed)
+	}
+	if !turns.Parked(f.dispatcher, f.ref()) {
+		t.Fatal("the lease is not parked after the folds")
+	}
+	// Still this node's lease: another node cannot take it.
+	if _, ok, err := f.db.Leases().Take(context.Background(), "turns:"+f.botID+":"+f.conv, "n2", time.Second); err != nil || ok {
+		t.Fatalf("another node took the lease (%v, %v)", ok, err)
+	}
+}
+
+// TestFoldWithLeaseTurnInBetween: a turn enqueued while the bot answered
+// comes first. PostgreSQL numbers the message's turn only at the commit,
+// so the server refuses the folded answer (store.ErrTurnBetween) and the
+// group commit stores the message alone; the dispatcher runs both turns in
+// order.
+func TestFoldWithLeaseTurnInBetween(t *testing.T) {
+	var db store.DB
+	rec := &recorder{}
+	bot := botFunc(func(ctx context.Context, in *turns.TurnInput, out turns.BotOutput) error {
+		if rec.add(in) == "first" && len(rec.turns()) == 2 {
+			e := &model.Event{BotID: in.BotID, ID: model.NewID(), ConversationID: in.ConversationID, UserID: in.UserID,
+				Type: "custom", Payload: json.RawMessage(`{}`), CreatedAt: model.Now()}
+			if err := db.InTx(ctx, func(tx store.Store) error {
+				if err := tx.Chat().CreateEvent(ctx, e); err != nil {
+					return err
+				}
+				return tx.Signals().EnqueueTurn(ctx, &model.Turn{BotID: in.BotID, ConversationID: in.ConversationID,
+					Kind: model.TurnEvent, RefID: e.ID, UserID: in.UserID, CreatedAt: e.CreatedAt})
+			}); err != nil {
+				return err
+			}
+		}
+		if in.Message == nil {
+			return nil
+		}
+		return echoText(ctx, in, out)
+	})
+	f := leasedFold(t, bot, turns.DispatcherOptions{FoldWithin: 10 * time.Second})
+	db = f.db
+	f.warm(t)
+	f.post(t, f.conv, "first")
+	waitUntil(t, "both turns", func() bool { return f.pending(t) == 0 && len(f.texts(t)) == 4 })
+	time.Sleep(50 * time.Millisecond) // a further run would answer again
+	eqStrings(t, "turns run", rec.turns(), "warm", "first", "event", "first")
+	eqStrings(t, "messages", f.texts(t), "warm", "echo warm", "first", "echo first")
+}
+
+// TestFoldWithLeaseFenced: the lease moved to another node while the bot
+// answered: the folded commit is fenced off, the message is stored alone
+// (createMessage succeeds), its answer is not; the turn stays pending for
+// the lease's holder and runs once, here, when that node lets it go.
+func TestFoldWithLeaseFenced(t *testing.T) {
+	var db store.DB
+	var name string
+	rec := &recorder{}
+	bot := botFunc(func(ctx context.Context, in *turns.TurnInput, out turns.BotOutput) error {
+		if rec.add(in) == "taken" && len(rec.turns()) == 2 {
+			// Another node takes the lease over.
+			if err := db.Leases().Release(ctx, name, "n1"); err != nil {
+				return err
+			}
+			if _, ok, err := db.Leases().Take(ctx, name, "n2", time.Minute); err != nil || !ok {
+				t.Errorf("n2 could not take the lease (%v, %v)", ok, err)
+			}
+		}
+		return echoText(ctx, in, out)
+	})
+	f := leasedFold(t, bot, turns.DispatcherOptions{FoldWithin: 10 * time.Second, Sweep: 50 * time.Millisecond})
+	db, name = f.db, "turns:"+f.botID+":"+f.conv
+	f.warm(t)
+	f.post(t, f.conv, "taken")
+	eqStrings(t, "messages once createMessage returned", f.texts(t), "warm", "echo warm", "taken")
+	if n := f.pending(t); n != 1 {
+		t.Fatalf("%d turns pending, want the fenced one", n)
+	}
+	time.Sleep(200 * time.Millisecond) // n2 holds it: nothing runs here
+	eqStrings(t, "turns run while n2 holds the lease", rec.turns(), "warm", "taken")
+	if err := db.Leases().Release(context.Background(), name, "n2"); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "the answer once n2 let go", func() bool { return f.pending(t) == 0 && len(f.texts(t)) == 4 })
+	time.Sleep(50 * time.Millisecond)
+	eqStrings(t, "messages", f.texts(t), "warm", "echo warm", "taken", "echo taken")
+	eqStrings(t, "turns run", rec.turns(), "warm", "taken", "taken")
+}
