@@ -57,7 +57,7 @@ type Config struct {
 	// takes turns.DefaultWorkers (8 per core, 16 on PostgreSQL).
 	TurnWorkers int
 	// FoldWithin is how long a user's message may wait for its code bot's
-	// answer to commit with it (turns.Dispatcher.Fold; SQLite); zero or
+	// answer to commit with it (turns.Dispatcher.Fold); zero or
 	// negative: never.
 	FoldWithin time.Duration
 	// MaxMessagesInFlight bounds the users' messages being stored at once
@@ -186,7 +186,7 @@ func LoadConfig(args []string, getenv func(string) string, stderr io.Writer) (Co
 	if v := getenv("PARLEY_LEASE_TTL"); v != "" {
 		envErrs = append(envErrs, fs.Set("lease-ttl", v))
 	}
-	fs.Func("fold-within", "on SQLite, how long a user's message may wait for its code bot's answer, to be stored with it in one commit; the answer of a slower turn, or one that calls the Runtime API, is stored apart; 0: never (PARLEY_FOLD_WITHIN, default 5ms)", func(v string) error {
+	fs.Func("fold-within", "how long a user's message may wait for its code bot's answer, to be stored with it in one commit (on PostgreSQL, where this node holds the conversation's lease from its last run); the answer of a slower turn, or one that calls the Runtime API, is stored apart; 0: never (PARLEY_FOLD_WITHIN, default 5ms)", func(v string) error {
 		d, err := time.ParseDuration(v)
 		c.FoldWithin = d
 		return err

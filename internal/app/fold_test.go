@@ -14,8 +14,10 @@ import (
 // stored with the user's message (turns.Dispatcher.Fold), so it is there
 // when createMessage returns; a bot that reads the store through its
 // client finds the message it answers; state set in one turn is seen by
-// the next. On PostgreSQL (leases: no fold) the same conversation answers
-// the same, a moment later.
+// the next. On PostgreSQL a message folds only while this node holds the
+// conversation's lease parked by its last run (300 ms): the same
+// conversation answers the same, folded or not (turns' TestFoldWithLease*
+// check the fold there).
 func TestCodeBotAnswersWithTheMessage(t *testing.T) {
 	engines(t, func(t *testing.T, cfg func() app.Config) {
 		a, c := foldingApp(t, cfg)
