@@ -23,7 +23,10 @@ type Queue struct {
 	// folding are the conversations claimed by a Fold, since when: a
 	// fold waits in no queue, so its age is its delay (delayAndTurn).
 	folding map[model.ConversationRef]time.Time
-	closed  bool
+	// idle are closed when their conversation's run ends with nothing
+	// left to run (claimOrWait).
+	idle   map[model.ConversationRef]chan struct{}
+	closed bool
 	// doors are told when a worker takes a conversation or ends a run;
 	// turn is a turn's run in ns, a moving average (the door's automatic
 	// bound). Both are read and written without mu, which the workers
@@ -75,7 +78,8 @@ func (q *Queue) AfterCommit(publish func(...*model.Signal)) store.AfterCommit {
 
 // NewQueue returns an empty queue.
 func NewQueue() *Queue {
-	q := &Queue{state: map[model.ConversationRef]*convState{}, folding: map[model.ConversationRef]time.Time{}}
+	q := &Queue{state: map[model.ConversationRef]*convState{}, folding: map[model.ConversationRef]time.Time{},
+		idle: map[model.ConversationRef]chan struct{}{}}
 	q.cond = sync.NewCond(&q.mu)
 	return q
 }
@@ -109,6 +113,40 @@ func (q *Queue) claim(ref model.ConversationRef) bool {
 	q.state[ref] = &convState{}
 	q.folding[ref] = time.Now()
 	return true
+}
+
+// claimOrWait is claim, or, when ref is queued or running with nothing
+// notified since (its run has one turn to end, then none), a channel
+// closed once that run ends: a Fold may wait for it rather than commit
+// its message behind a turn that is about to end.
+func (q *Queue) claimOrWait(ref model.ConversationRef) (ok bool, idle <-chan struct{}) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	st := q.state[ref]
+	switch {
+	case q.closed:
+		return false, nil
+	case st == nil:
+		q.state[ref] = &convState{}
+		q.folding[ref] = time.Now()
+		return true, nil
+	case st.notes > 0:
+		return false, nil
+	}
+	ch := q.idle[ref]
+	if ch == nil {
+		ch = make(chan struct{})
+		q.idle[ref] = ch
+	}
+	return false, ch
+}
+
+// wake closes ref's idle channel (q.mu held).
+func (q *Queue) wake(ref model.ConversationRef) {
+	if ch := q.idle[ref]; ch != nil {
+		close(ch)
+		delete(q.idle, ref)
+	}
 }
 
 // take waits for a conversation to run and tells since when it was
@@ -161,6 +199,7 @@ func (q *Queue) release(ref model.ConversationRef, busy bool, own int) {
 	}
 	again := st.notes > own
 	st.notes = 0
+	q.wake(ref) // whatever comes next: a waiting Fold looks again
 	switch {
 	case q.closed:
 		delete(q.state, ref)
@@ -185,6 +224,7 @@ func (q *Queue) later(ref model.ConversationRef, delay time.Duration) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	delete(q.state, ref)
+	q.wake(ref)
 	if q.closed {
 		return
 	}
@@ -210,6 +250,9 @@ func (q *Queue) close() {
 	q.mu.Lock()
 	q.closed = true
 	q.cond.Broadcast()
+	for ref := range q.idle {
+		q.wake(ref)
+	}
 	q.mu.Unlock()
 }
 
