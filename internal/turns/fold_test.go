@@ -56,6 +56,7 @@ type foldFixture struct {
 	*chatFixture
 	db      store.DB
 	commits *countingCommitter
+	queue   *turns.Queue
 	reads   *atomic.Int64 // the dispatcher's reads of an idle turn's start
 	conv    string
 }
@@ -90,10 +91,11 @@ func newFoldFixtureWith(t *testing.T, bot turns.Bot, o turns.DispatcherOptions, 
 	return newFoldFixtureOn(t, testdb.SQLite(t), bot, o, wrap)
 }
 
-// newFoldFixtureOn is newFoldFixtureWith on db. With leases, the
+// newFoldFixtureOn is newFoldFixtureWith on db, with before run before
+// the dispatcher starts. With leases, the
 // dispatcher keeps a lease parked for 5 s after its run (not 300 ms), so
 // that a slow machine does not let it go between a test's messages.
-func newFoldFixtureOn(t *testing.T, db store.DB, bot turns.Bot, o turns.DispatcherOptions, wrap func(store.Committer) store.Committer) *foldFixture {
+func newFoldFixtureOn(t *testing.T, db store.DB, bot turns.Bot, o turns.DispatcherOptions, wrap func(store.Committer) store.Committer, before ...func(*foldFixture)) *foldFixture {
 	t.Helper()
 	queue := turns.NewQueue()
 	var inner store.Committer = db.NewCommitter(queue.AfterCommit(nil))
@@ -105,7 +107,7 @@ func newFoldFixtureOn(t *testing.T, db store.DB, bot turns.Bot, o turns.Dispatch
 	reads := &atomic.Int64{}
 	n := &node{chat: conversations.NewChat(db, commit, nopStreams{}, nil, queue),
 		dispatcher: turns.NewDispatcher(startReads{db, reads}, commit, queue, resolver, slog.Default(), o)}
-	f := &foldFixture{chatFixture: newChatFixtureOn(t, db, n), db: db, commits: commit, reads: reads}
+	f := &foldFixture{chatFixture: newChatFixtureOn(t, db, n), db: db, commits: commit, queue: queue, reads: reads}
 	conv, err := f.chat.CreateConversation(context.Background(), f.caller, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -113,6 +115,9 @@ func newFoldFixtureOn(t *testing.T, db store.DB, bot turns.Bot, o turns.Dispatch
 	f.conv = conv.ID
 	if o.Leases {
 		turns.SetLeaseLinger(f.dispatcher, 5*time.Second)
+	}
+	for _, b := range before {
+		b(f)
 	}
 	f.dispatcher.Start(context.Background())
 	t.Cleanup(f.dispatcher.Stop)

@@ -17,10 +17,10 @@ import (
 )
 
 // leasedFold is a fold fixture on PostgreSQL with leases, node "n1".
-func leasedFold(t *testing.T, bot turns.Bot, o turns.DispatcherOptions) *foldFixture {
+func leasedFold(t *testing.T, bot turns.Bot, o turns.DispatcherOptions, before ...func(*foldFixture)) *foldFixture {
 	t.Helper()
 	o.Leases, o.LeaseTTL, o.Node = true, 10*time.Second, "n1"
-	return newFoldFixtureOn(t, testdb.Postgres(t), turns.FoldableBot(bot), o, nil)
+	return newFoldFixtureOn(t, testdb.Postgres(t), turns.FoldableBot(bot), o, nil, before...)
 }
 
 func (f *foldFixture) ref() model.ConversationRef {
@@ -172,4 +172,72 @@ func TestFoldWithLeaseFenced(t *testing.T) {
 	time.Sleep(50 * time.Millisecond)
 	eqStrings(t, "messages", f.texts(t), "warm", "echo warm", "taken", "echo taken")
 	eqStrings(t, "turns run", rec.turns(), "warm", "taken", "taken")
+}
+
+// TestFoldWaitsForTheRunsLastTurn: a message that comes while its
+// conversation's run ends its one pending turn (a message that did not
+// fold) waits for that run, then folds: its answer is stored when
+// createMessage returns. On SQLite, and on PostgreSQL under the lease
+// that run took and parked.
+func TestFoldWaitsForTheRunsLastTurn(t *testing.T) {
+	for _, leases := range []bool{false, true} {
+		name := map[bool]string{false: "sqlite", true: "postgres"}[leases]
+		t.Run(name, func(t *testing.T) {
+			started, release := make(chan struct{}), make(chan struct{})
+			rec := &recorder{}
+			bot := botFunc(func(ctx context.Context, in *turns.TurnInput, out turns.BotOutput) error {
+				if rec.add(in) == "first" {
+					close(started)
+					<-release
+				}
+				return echoText(ctx, in, out)
+			})
+			// "first" is stored with its turn before the dispatcher
+			// starts, which finds it pending and runs it, as a message
+			// that did not fold (no sweep after that: it would notify it
+			// again, and the run would go on).
+			o := turns.DispatcherOptions{FoldWithin: 10 * time.Second, Sweep: time.Hour}
+			storeFirst := func(f *foldFixture) {
+				ctx := context.Background()
+				m := &model.Message{BotID: f.botID, ID: model.NewID(), ConversationID: f.conv, UserID: "u1",
+					Payload: json.RawMessage(`{"type":"text","text":"first"}`), Direction: model.DirectionIncoming, CreatedAt: model.Now()}
+				if err := f.db.InTx(ctx, func(tx store.Store) error {
+					if err := tx.Chat().CreateMessage(ctx, m); err != nil {
+						return err
+					}
+					return tx.Signals().EnqueueTurn(ctx, &model.Turn{BotID: f.botID, ConversationID: f.conv, Kind: model.TurnMessage, RefID: m.ID, UserID: "u1"})
+				}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var f *foldFixture
+			if leases {
+				f = leasedFold(t, bot, o, storeFirst)
+			} else {
+				f = newFoldFixtureOn(t, testdb.SQLite(t), turns.FoldableBot(bot), o, nil, storeFirst)
+			}
+			<-started
+			before := f.commits.n.Load()
+			done := make(chan []string)
+			go func() {
+				f.post(t, f.conv, "second")
+				done <- f.texts(t)
+			}()
+			select {
+			case <-done:
+				close(release)
+				t.Fatal("createMessage returned while the run's last turn had not ended")
+			case <-time.After(100 * time.Millisecond):
+			}
+			close(release)
+			// "second" was sent before "first" was answered: its time is
+			// earlier (model.MessageTime), its signal after the answer's.
+			eqStrings(t, "messages once createMessage returned", <-done, "first", "second", "echo first", "echo second")
+			eqStrings(t, "signals", f.signalTexts(t), "echo first", "second", "echo second") // "first" was stored without one
+			if n := f.commits.n.Load() - before; n != 2 {
+				t.Fatalf("%d commits, want 2 (the first's completion, the second with its answer)", n)
+			}
+			eqStrings(t, "turns run", rec.turns(), "first", "second")
+		})
+	}
 }
