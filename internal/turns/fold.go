@@ -261,6 +261,11 @@ func (f *fold) commitFolded(ctx context.Context, r ran, start store.IdleTurn) er
 	if f.kept != nil {
 		f.w.ThenIf = stillHolds(f.ref, *f.kept)
 	}
+	// A completion that changes more than its conversation's rows (a
+	// user's or the bot's state) makes the whole write so: PostgreSQL's
+	// group commit then commits it alone (store.Write.Local).
+	local := f.w.Local
+	f.w.Local = local && then.Local
 	f.w.Fence = f.fence
 	at := time.Now()
 	err := d.commit.Commit(ctx, f.w)
@@ -277,7 +282,7 @@ func (f *fold) commitFolded(ctx context.Context, r ran, start store.IdleTurn) er
 	if err != nil {
 		// The rolled-back attempt's numbers are forgotten (a turn that
 		// keeps a number is not numbered again).
-		f.w.Then, f.w.ThenIf, f.w.Fence = nil, nil, nil
+		f.w.Then, f.w.ThenIf, f.w.Fence, f.w.Local = nil, nil, nil, local
 		f.w.Turn.Seq = 0
 		if f.w.Signal != nil {
 			f.w.Signal.Seq = 0

@@ -241,3 +241,52 @@ func TestFoldWaitsForTheRunsLastTurn(t *testing.T) {
 		})
 	}
 }
+
+// localWrites records, for each write with a Then it commits, whether it
+// was Local.
+type localWrites struct {
+	store.Committer
+	mu    sync.Mutex
+	local []bool
+}
+
+func (c *localWrites) Commit(ctx context.Context, w *store.Write) error {
+	if w.Then != nil {
+		c.mu.Lock()
+		c.local = append(c.local, w.Local)
+		c.mu.Unlock()
+	}
+	return c.Committer.Commit(ctx, w)
+}
+
+// TestFoldWithLeaseNotLocal: a folded answer whose completion changes more
+// than its conversation's rows (a user's state, the bot's) makes the
+// message's write not Local, so PostgreSQL's group commit commits it in a
+// transaction of its own (two batches side by side never take those rows
+// in different orders); an answer that changes only its conversation's
+// rows keeps it Local.
+func TestFoldWithLeaseNotLocal(t *testing.T) {
+	rec := &localWrites{}
+	bot := botFunc(func(ctx context.Context, in *turns.TurnInput, out turns.BotOutput) error {
+		var p struct{ Text string }
+		_ = json.Unmarshal(in.Message.Payload, &p)
+		if p.Text == "shared" {
+			out.WithCompletion(func(context.Context, store.Store) error { return nil })
+		}
+		return echoText(ctx, in, out)
+	})
+	o := turns.DispatcherOptions{FoldWithin: 10 * time.Second, Leases: true, LeaseTTL: 10 * time.Second, Node: "n1"}
+	f := newFoldFixtureOn(t, testdb.Postgres(t), turns.FoldableBot(bot), o, func(c store.Committer) store.Committer {
+		rec.Committer = c
+		return rec
+	})
+	f.warm(t)
+	f.post(t, f.conv, "own")
+	f.post(t, f.conv, "shared")
+	eqStrings(t, "messages", f.texts(t), "warm", "echo warm", "own", "echo own", "shared", "echo shared")
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if len(rec.local) != 2 || !rec.local[0] || rec.local[1] {
+		t.Fatalf("folded writes Local = %v, want [true false]", rec.local)
+	}
+}
