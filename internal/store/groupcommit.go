@@ -191,10 +191,10 @@ func (g *GroupCommitter) commit(batch []*queued) {
 		}
 	}
 	for i, q := range live {
-		if errors.Is(q.err, ErrTurnBetween) {
+		if errors.Is(q.err, ErrTurnBetween) || errors.Is(q.err, ErrStartChanged) {
 			// Its Then was refused in the engine (a pipelined
 			// transaction): the write commits without it, as where the
-			// turn's number is known as it runs.
+			// turn's number and start are checked as it runs.
 			reset(i)
 			q.w.noThen = true
 			q.err = g.run(ctx, func(ctx context.Context, tx Store) error { return q.w.Run(ctx, tx) })

@@ -321,6 +321,14 @@ type States interface {
 	// GetIdleTurn is GetTurn with, in the same read, whether the
 	// conversation is idle and the number of its last turn.
 	GetIdleTurn(ctx context.Context, botID, userID, conversationID string) (IdleTurn, error)
+	// RequireTurnStart fails with ErrStartChanged unless the store still
+	// holds start as what the user's next turn in the conversation starts
+	// with (the user, the conversation, the three states, as GetTurn reads
+	// them) and the conversation is not in handoff. In a pipelined
+	// transaction it is written to fail in the engine (WithRequiredRow):
+	// a Fold's check of a start kept from the last turn, with no answer
+	// needed before the COMMIT.
+	RequireTurnStart(ctx context.Context, botID, userID, conversationID string, start TurnStart) error
 }
 
 // IdleTurn is what a turn starts with, read before its message is
@@ -409,6 +417,10 @@ type Fence struct {
 // after the one expected. A group commit then commits the write without
 // its Then (Write.Then).
 var ErrTurnBetween = errors.New("another turn of the conversation came first")
+
+// ErrStartChanged is RequireTurnStart's error. A group commit then
+// commits the write without its Then, as for ErrTurnBetween.
+var ErrStartChanged = errors.New("what the turn started with changed")
 
 // ErrFenced is Check's error: the lease was taken over by another holder.
 var ErrFenced = errors.New("lease taken over by another node: write fenced off")

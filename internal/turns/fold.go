@@ -45,10 +45,10 @@ type foldable interface{ foldable() }
 // this node holds its conversation's lease, parked by the conversation's
 // last run (reused, not taken: a take is a round trip before the turn,
 // which the queue's run pays instead); the folded commit is fenced by it
-// and renews it, and the turn starts from a read, never a kept start
-// (whose check would read inside the group commit's transaction, a round
-// trip with its locks held). A fence refused (taken over meanwhile) leaves
-// the message committed alone, its turn pending for the new holder.
+// and renews it. A fence refused (taken over meanwhile) leaves the
+// message committed alone, its turn pending for the new holder. A kept
+// start is checked in the commit as on one node: what another node
+// changed meanwhile (a state, a turn of its own) leaves the turn pending.
 func (d *Dispatcher) Fold(ctx context.Context, w *store.Write, m *model.Message) error {
 	if d.o.FoldWithin <= 0 || w.Turn == nil || w.Then != nil || m == nil {
 		return d.commit.Commit(ctx, w)
@@ -239,11 +239,9 @@ func (f *fold) run(ctx context.Context, m *model.Message) error {
 // idleTurn is what the message's turn starts with: the start its
 // conversation's last turn kept for this user (keptStarts), or else read.
 func (f *fold) idleTurn(ctx context.Context, userID string) (store.IdleTurn, error) {
-	if f.fence == nil { // with leases the start is read, never kept (Fold)
-		if ks, ok := f.d.kept.take(f.ref, userID); ok {
-			f.kept = &ks
-			return store.IdleTurn{Start: ks.start, Idle: true, TurnSeq: ks.seq}, nil
-		}
+	if ks, ok := f.d.kept.take(f.ref, userID); ok {
+		f.kept = &ks
+		return store.IdleTurn{Start: ks.start, Idle: true, TurnSeq: ks.seq}, nil
 	}
 	return f.d.store.States().GetIdleTurn(ctx, f.ref.BotID, userID, f.ref.ConversationID)
 }
@@ -272,7 +270,7 @@ func (f *fold) commitFolded(ctx context.Context, r ran, start store.IdleTurn) er
 	if f.committed != nil {
 		f.committed(at, err)
 	}
-	if err == nil && f.w.ThenRan() && r.err == nil && f.fence == nil {
+	if err == nil && f.w.ThenRan() && r.err == nil {
 		// A turn that changed none of its start but its states: the next
 		// one starts there.
 		if next, ok := r.out.nextStart(start.Start); ok {

@@ -59,6 +59,28 @@ type foldFixture struct {
 	queue   *turns.Queue
 	reads   *atomic.Int64 // the dispatcher's reads of an idle turn's start
 	conv    string
+	// skip is how many of the conversation's first messages and signals
+	// texts and signalTexts leave out (warm's).
+	skip int
+}
+
+// foldEngines runs test on SQLite, and on PostgreSQL with leases, where
+// the fixture's conversation has had a first message (warm) that left
+// its lease parked, for the test's to fold under; texts and signalTexts
+// leave it out.
+func foldEngines(t *testing.T, test func(t *testing.T, newFixture func(bot turns.Bot, o turns.DispatcherOptions) *foldFixture)) {
+	t.Run("sqlite", func(t *testing.T) {
+		test(t, func(bot turns.Bot, o turns.DispatcherOptions) *foldFixture { return newFoldFixture(t, bot, o) })
+	})
+	t.Run("postgres", func(t *testing.T) {
+		test(t, func(bot turns.Bot, o turns.DispatcherOptions) *foldFixture {
+			o.Leases, o.LeaseTTL, o.Node = true, 10*time.Second, "n1"
+			f := newFoldFixtureOn(t, testdb.Postgres(t), bot, o, nil)
+			f.warm(t)
+			f.skip = 2
+			return f
+		})
+	})
 }
 
 // startReads is a store whose reads of an idle turn's start are counted.
@@ -132,7 +154,7 @@ func (f *foldFixture) texts(t *testing.T) []string {
 		t.Fatal(err)
 	}
 	var out []string
-	for i := len(ms) - 1; i >= 0; i-- {
+	for i := len(ms) - 1 - f.skip; i >= 0; i-- {
 		var p struct{ Text string }
 		_ = json.Unmarshal(ms[i].Payload, &p)
 		out = append(out, p.Text)
@@ -158,7 +180,7 @@ func (f *foldFixture) signalTexts(t *testing.T) []string {
 		t.Fatal(err)
 	}
 	var out []string
-	for _, s := range sigs {
+	for _, s := range sigs[min(f.skip, len(sigs)):] {
 		var d struct{ Payload struct{ Text string } }
 		_ = json.Unmarshal(s.Data, &d)
 		out = append(out, d.Payload.Text)
@@ -483,33 +505,35 @@ func TestFoldKeptStart(t *testing.T) {
 		{name: "handoff asked by the turn", first: "help", reads: 1, commits: 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newFoldFixture(t, turns.FoldableBot(bot), turns.DispatcherOptions{FoldWithin: 10 * time.Second})
-			first := cmp.Or(tc.first, "a")
-			f.post(t, f.conv, first)
-			if n := f.reads.Load(); n != 1 {
-				t.Fatalf("the first message read its start %d times, want 1", n)
-			}
-			if tc.between != nil {
-				tc.between(t, f)
-			}
-			if tc.otherUser {
-				f.chatFixture = f.otherCaller(t, f.conv)
-			}
-			reads, commits := f.reads.Load(), f.commits.n.Load()
-			f.post(t, f.conv, "b")
-			want := []string{first, "echo " + first + " none", "b"}
-			if tc.answer != "" {
-				want = append(want, tc.answer)
-			}
-			waitUntil(t, "the second turn", func() bool { return f.pending(t) == 0 })
-			time.Sleep(20 * time.Millisecond) // an answer given twice would show
-			eqStrings(t, "messages", f.texts(t), want...)
-			if n := f.reads.Load() - reads; n != tc.reads {
-				t.Fatalf("the second message read its start %d times, want %d", n, tc.reads)
-			}
-			if n := f.commits.n.Load() - commits; n != tc.commits {
-				t.Fatalf("the second message took %d commits, want %d", n, tc.commits)
-			}
+			foldEngines(t, func(t *testing.T, newFixture func(turns.Bot, turns.DispatcherOptions) *foldFixture) {
+				f := newFixture(turns.FoldableBot(bot), turns.DispatcherOptions{FoldWithin: 10 * time.Second})
+				first := cmp.Or(tc.first, "a")
+				f.post(t, f.conv, first)
+				if n := f.reads.Load(); n != 1 {
+					t.Fatalf("the first message read its start %d times, want 1", n)
+				}
+				if tc.between != nil {
+					tc.between(t, f)
+				}
+				if tc.otherUser {
+					f.chatFixture = f.otherCaller(t, f.conv)
+				}
+				reads, commits := f.reads.Load(), f.commits.n.Load()
+				f.post(t, f.conv, "b")
+				want := []string{first, "echo " + first + " none", "b"}
+				if tc.answer != "" {
+					want = append(want, tc.answer)
+				}
+				waitUntil(t, "the second turn", func() bool { return f.pending(t) == 0 })
+				time.Sleep(20 * time.Millisecond) // an answer given twice would show
+				eqStrings(t, "messages", f.texts(t), want...)
+				if n := f.reads.Load() - reads; n != tc.reads {
+					t.Fatalf("the second message read its start %d times, want %d", n, tc.reads)
+				}
+				if n := f.commits.n.Load() - commits; n != tc.commits {
+					t.Fatalf("the second message took %d commits, want %d", n, tc.commits)
+				}
+			})
 		})
 	}
 }
@@ -534,6 +558,10 @@ func (f *foldFixture) otherCaller(t *testing.T, conv string) *chatFixture {
 // leaves its start with those states for the next message, which folds
 // without reading and starts from them.
 func TestFoldKeptStartWithStates(t *testing.T) {
+	foldEngines(t, testFoldKeptStartWithStates)
+}
+
+func testFoldKeptStartWithStates(t *testing.T, newFixture func(turns.Bot, turns.DispatcherOptions) *foldFixture) {
 	var botID string
 	bot := botFunc(func(ctx context.Context, in *turns.TurnInput, out turns.BotOutput) error {
 		text, err := echoWithState(ctx, in, out)
@@ -547,7 +575,7 @@ func TestFoldKeptStartWithStates(t *testing.T) {
 		turns.KeepStartWith(out, nil, next, nil)
 		return nil
 	})
-	f := newFoldFixture(t, turns.FoldableBot(bot), turns.DispatcherOptions{FoldWithin: 10 * time.Second})
+	f := newFixture(turns.FoldableBot(bot), turns.DispatcherOptions{FoldWithin: 10 * time.Second})
 	botID = f.botID
 	for _, text := range []string{"a", "b", "c"} {
 		commits := f.commits.n.Load()

@@ -3,10 +3,8 @@ package turns
 // What a folded turn starts with, kept from the conversation's last one.
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"reflect"
+	"errors"
 	"sync"
 
 	"github.com/parley-bots/parley/internal/model"
@@ -75,22 +73,17 @@ func (k *keptStarts) put(ref model.ConversationRef, ks keptStart) {
 }
 
 // stillHolds is the ThenIf of a turn that started from a kept start: the
-// store, read in the commit's transaction, still holds that start, and the
-// conversation is not in handoff.
+// store, checked in the commit's transaction, still holds that start, and
+// the conversation is not in handoff (States.RequireTurnStart: on SQLite
+// read on the writer's warm connection; on PostgreSQL written to fail in
+// the server, so the pipelined commit needs no answer before its COMMIT,
+// and the group commit then commits the write without its Then).
 func stillHolds(ref model.ConversationRef, ks keptStart) func(ctx context.Context, tx store.Store) (bool, error) {
 	return func(ctx context.Context, tx store.Store) (bool, error) {
-		now, err := tx.States().GetIdleTurn(ctx, ref.BotID, ks.userID, ref.ConversationID)
-		if err != nil {
-			return false, err
+		err := tx.States().RequireTurnStart(ctx, ref.BotID, ks.userID, ref.ConversationID, ks.start)
+		if errors.Is(err, store.ErrStartChanged) {
+			return false, nil
 		}
-		return !now.Handoff && sameStart(now.Start, ks.start), nil
+		return err == nil, err
 	}
 }
-
-// sameStart compares two reads of a turn's start.
-func sameStart(a, b store.TurnStart) bool {
-	return sameJSON(a.UserState, b.UserState) && sameJSON(a.ConvState, b.ConvState) && sameJSON(a.BotState, b.BotState) &&
-		reflect.DeepEqual(a.User, b.User) && reflect.DeepEqual(a.Conversation, b.Conversation)
-}
-
-func sameJSON(a, b json.RawMessage) bool { return (a == nil) == (b == nil) && bytes.Equal(a, b) }

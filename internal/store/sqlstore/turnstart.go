@@ -170,3 +170,65 @@ func turnConversation(botID, id, owner, integration, channel, tags string, creat
 		CreatedAt: fromMS(created), UpdatedAt: fromMS(updated)}
 	return c, tagsFrom(tags, &c.Tags)
 }
+
+// RequireTurnStart fails with store.ErrStartChanged unless the store still
+// holds start (States.GetTurn's columns, each compared; tags as written,
+// an empty set as any empty encoding) and no handoff. Pipelined, in the
+// server (a division by zero), with no answer needed before the COMMIT.
+func (r states) RequireTurnStart(ctx context.Context, botID, userID, conversationID string, start store.TurnStart) error {
+	q := `SELECT COUNT(*) FROM conversations c LEFT JOIN chat_users u ON u.bot_id = c.bot_id AND u.id = ?
+		WHERE c.bot_id = ? AND c.id = ?
+		AND NOT EXISTS (SELECT 1 FROM handoffs WHERE bot_id = c.bot_id AND conversation_id = c.id)`
+	args := []any{userID, botID, conversationID}
+	tags := func(col string, m map[string]string) error {
+		if len(m) == 0 {
+			q += ` AND ` + col + ` IN ('', '{}', 'null')`
+			return nil
+		}
+		text, err := tagsText(m)
+		q += ` AND ` + col + ` = ?`
+		args = append(args, text)
+		return err
+	}
+	if u := start.User; u == nil {
+		q += ` AND u.id IS NULL`
+	} else {
+		q += ` AND u.id IS NOT NULL AND u.name = ? AND u.picture_url = ? AND u.profile = ? AND u.created_at = ? AND u.updated_at = ?`
+		args = append(args, u.Name, u.PictureURL, u.Profile, ms(u.CreatedAt), ms(u.UpdatedAt))
+		if err := tags("u.tags", u.Tags); err != nil {
+			return err
+		}
+	}
+	if c := start.Conversation; c != nil { // else the conversation is gone, and so is this row
+		q += ` AND c.owner_id = ? AND c.integration = ? AND c.channel = ? AND c.created_at = ? AND c.updated_at = ?`
+		args = append(args, c.OwnerID, c.Integration, c.Channel, ms(c.CreatedAt), ms(c.UpdatedAt))
+		if err := tags("c.tags", c.Tags); err != nil {
+			return err
+		}
+	}
+	for _, st := range []struct {
+		scope, owner string
+		data         json.RawMessage
+	}{{store.ScopeUser, userID, start.UserState}, {store.ScopeConversation, conversationID, start.ConvState}, {store.ScopeBot, botID, start.BotState}} {
+		const state = `(SELECT data FROM states WHERE bot_id = c.bot_id AND scope = ? AND owner_id = ?)`
+		if st.data == nil {
+			q += ` AND ` + state + ` IS NULL`
+			args = append(args, st.scope, st.owner)
+		} else {
+			q += ` AND ` + state + ` = ?`
+			args = append(args, st.scope, st.owner, string(st.data))
+		}
+	}
+	if r.s.deferRows(ctx) {
+		_, err := r.s.exec(store.WithRequiredRow(ctx, store.ErrStartChanged), `SELECT 1 / (`+q+`)`, args...)
+		return r.s.fail(err, "turn")
+	}
+	var n int
+	if err := r.s.queryRow(ctx, q, args...).Scan(&n); err != nil {
+		return r.s.fail(err, "turn")
+	}
+	if n == 0 {
+		return store.ErrStartChanged
+	}
+	return nil
+}

@@ -60,6 +60,81 @@ func testIdleTurn(t *testing.T, db store.DB) {
 	}
 }
 
+// testRequireTurnStart checks States.RequireTurnStart, directly and in the
+// engine's group commit (pipelined on PostgreSQL, where the server refuses
+// it): a start read with GetTurn holds until any of what it holds changes,
+// or a handoff begins.
+func testRequireTurnStart(t *testing.T, db store.DB) {
+	ctx := t.Context()
+	f := setup(t, db)
+	u := newUser(t, db, f.bot.ID, "u1")
+	c := newConv(t, db, f.bot.ID, "c1", "u1", 0)
+	ok(t, db.States().Put(ctx, f.bot.ID, store.ScopeConversation, "c1", json.RawMessage(`{"n":1}`)))
+	cm := db.NewCommitter(nil)
+	// holds checks start both ways: they must agree.
+	holds := func(what string, start store.TurnStart) bool {
+		t.Helper()
+		direct := db.States().RequireTurnStart(ctx, f.bot.ID, "u1", "c1", start)
+		if direct != nil && !errors.Is(direct, store.ErrStartChanged) {
+			t.Fatalf("%s: %v", what, direct)
+		}
+		committed := cm.Commit(ctx, &store.Write{Local: true, Ref: model.ConversationRef{BotID: f.bot.ID, ConversationID: "c1"},
+			Apply: func(ctx context.Context, tx store.Store) error {
+				return tx.States().RequireTurnStart(ctx, f.bot.ID, "u1", "c1", start)
+			}})
+		if (direct == nil) != (committed == nil) || (committed != nil && !errors.Is(committed, store.ErrStartChanged)) {
+			t.Fatalf("%s: directly %v, in a commit %v", what, direct, committed)
+		}
+		return direct == nil
+	}
+	read := func() store.TurnStart {
+		t.Helper()
+		s, err := db.States().GetTurn(ctx, f.bot.ID, "u1", "c1")
+		ok(t, err)
+		return s
+	}
+	start := read()
+	if !holds("as read", start) {
+		t.Fatal("a start as read does not hold")
+	}
+	changed := start
+	changed.ConvState = json.RawMessage(`{"n":2}`)
+	if holds("another conversation state", changed) {
+		t.Fatal("a changed conversation state holds")
+	}
+	changed = start
+	changed.UserState = json.RawMessage(`{}`)
+	if holds("a user state that is not stored", changed) {
+		t.Fatal("a user state that is not stored holds")
+	}
+	// What the store holds changes: the old start no longer holds, the new
+	// one does.
+	for _, tc := range []struct {
+		name   string
+		change func()
+	}{
+		{"bot state set", func() { ok(t, db.States().Put(ctx, f.bot.ID, store.ScopeBot, f.bot.ID, json.RawMessage(`{"b":1}`))) }},
+		{"user renamed", func() { u.Name = "renamed"; ok(t, db.Chat().UpdateUser(ctx, u)) }},
+		{"user tagged", func() { u.Tags = map[string]string{"k": "v"}; ok(t, db.Chat().UpdateUser(ctx, u)) }},
+		{"conversation tagged", func() { c.Tags = map[string]string{"topic": "news"}; ok(t, db.Chat().UpdateConversation(ctx, c)) }},
+		{"conversation untagged", func() { c.Tags = nil; ok(t, db.Chat().UpdateConversation(ctx, c)) }},
+	} {
+		tc.change()
+		if holds(tc.name+": the old start", start) {
+			t.Fatalf("%s: the old start holds", tc.name)
+		}
+		start = read()
+		if !holds(tc.name+": the new start", start) {
+			t.Fatalf("%s: the start read since does not hold", tc.name)
+		}
+	}
+	_, err := db.Handoffs().Request(ctx, &model.Handoff{BotID: f.bot.ID, ConversationID: "c1", Status: model.HandoffWaiting, RequestedAt: at(1)})
+	ok(t, err)
+	if holds("in handoff", start) {
+		t.Fatal("a start holds in handoff")
+	}
+}
+
 // testWriteThen checks Write.Then through the engine's Committer: it
 // completes the write's turn in the same transaction when the turn got
 // ThenSeq, its signals following the write's; when another turn came in
