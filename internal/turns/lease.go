@@ -162,8 +162,8 @@ func (d *Dispatcher) lease(ctx context.Context, cancel context.CancelFunc, ref m
 	return &store.Fence{Name: name, Holder: d.o.Node, Epoch: epoch, Renew: d.o.LeaseTTL}, committed, end, false
 }
 
-// park keeps ref's lease for d.linger (leaseLinger); false when the dispatcher is
-// stopping (the caller releases it).
+// park keeps ref's lease for d.linger (leaseLinger); false when the
+// dispatcher is stopping (the caller releases it).
 func (d *Dispatcher) park(ref model.ConversationRef, epoch int64, renewed time.Time) bool {
 	d.parkMu.Lock()
 	defer d.parkMu.Unlock()
