@@ -338,6 +338,9 @@ func (d *Dispatcher) runConversation(ref model.ConversationRef, wait *time.Durat
 		fence, committed = f, c
 		defer end()
 	}
+	// A start kept by a fold is stale once turns run here: its last
+	// turn's number is no longer the conversation's.
+	d.kept.drop(ref)
 	// fenced is the wait of a write fenced (and renewing the lease) since
 	// at, which tells the lease its outcome. Without leases it is the
 	// write's wait itself.

@@ -60,6 +60,7 @@ func (d *Dispatcher) Fold(ctx context.Context, w *store.Write, m *model.Message)
 	}
 	if !d.claim(ctx, ref) {
 		d.foldEnd()
+		defer d.queue.store(ref)()
 		return d.commit.Commit(ctx, w)
 	}
 	f := &fold{d: d, w: w, ref: ref}
@@ -272,7 +273,8 @@ func (f *fold) commitFolded(ctx context.Context, r ran, start store.IdleTurn) er
 	}
 	if err == nil && f.w.ThenRan() && r.err == nil {
 		// A turn that changed none of its start but its states: the next
-		// one starts there.
+		// one starts there (unless a worker runs the conversation first,
+		// which drops it: Dispatcher.runConversation).
 		if next, ok := r.out.nextStart(start.Start); ok {
 			d.kept.put(f.ref, keptStart{userID: t.UserID, start: next, seq: t.Seq})
 		}

@@ -6,6 +6,7 @@ package turns_test
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -289,4 +290,103 @@ func TestFoldWithLeaseNotLocal(t *testing.T) {
 	if len(rec.local) != 2 || !rec.local[0] || rec.local[1] {
 		t.Fatalf("folded writes Local = %v, want [true false]", rec.local)
 	}
+}
+
+// TestFoldKeptStartDroppedByARun: a start a folded turn kept is dropped
+// once a worker runs the conversation (here an event's turn): its last
+// turn's number is stale then, and the next message reads its start and
+// folds, in one commit, instead of failing the number's check.
+func TestFoldKeptStartDroppedByARun(t *testing.T) {
+	foldEngines(t, func(t *testing.T, newFixture func(turns.Bot, turns.DispatcherOptions) *foldFixture) {
+		bot := botFunc(func(ctx context.Context, in *turns.TurnInput, out turns.BotOutput) error {
+			if in.Message == nil {
+				return nil // the event
+			}
+			_, err := echoWithState(ctx, in, out)
+			turns.KeepStart(out)
+			return err
+		})
+		f := newFixture(turns.FoldableBot(bot), turns.DispatcherOptions{FoldWithin: 10 * time.Second})
+		f.post(t, f.conv, "a")
+		ctx := context.Background()
+		e := &model.Event{BotID: f.botID, ID: model.NewID(), ConversationID: f.conv, UserID: "u1",
+			Type: "custom", Payload: json.RawMessage(`{}`), CreatedAt: model.Now()}
+		if err := f.db.InTx(ctx, func(tx store.Store) error {
+			if err := tx.Chat().CreateEvent(ctx, e); err != nil {
+				return err
+			}
+			return tx.Signals().EnqueueTurn(ctx, &model.Turn{BotID: f.botID, ConversationID: f.conv, Kind: model.TurnEvent, RefID: e.ID, UserID: "u1"})
+		}); err != nil {
+			t.Fatal(err)
+		}
+		f.queue.Notify(f.ref())
+		waitUntil(t, "the event's turn", func() bool { return f.pending(t) == 0 })
+		reads, commits := f.reads.Load(), f.commits.n.Load()
+		f.post(t, f.conv, "b")
+		eqStrings(t, "messages once createMessage returned", f.texts(t), "a", "echo a none", "b", "echo b none")
+		if n := f.commits.n.Load() - commits; n != 1 {
+			t.Fatalf("the message after the run took %d commits, want 1", n)
+		}
+		if n := f.reads.Load() - reads; n != 1 {
+			t.Fatalf("the message after the run read its start %d times, want 1", n)
+		}
+	})
+}
+
+// gatedCommitter holds back the commit of a message write without Then
+// whose signal holds text until open is closed.
+type gatedCommitter struct {
+	store.Committer
+	text string
+	open chan struct{}
+}
+
+func (c *gatedCommitter) Commit(ctx context.Context, w *store.Write) error {
+	if w.Then == nil && w.Signal != nil && strings.Contains(string(w.Signal.Data), `"text":"`+c.text+`"`) {
+		<-c.open
+	}
+	return c.Committer.Commit(ctx, w)
+}
+
+// TestFoldWaitsForAMessageBeingStored: while a message that could not
+// fold is being committed on its own, its conversation is not claimed by
+// the next message (which would read a last turn number about to be
+// stale, and answer before the message sent earlier): that one waits for
+// it, and for its turn's run, then folds.
+func TestFoldWaitsForAMessageBeingStored(t *testing.T) {
+	releaseA := make(chan struct{})
+	bot := botFunc(func(ctx context.Context, in *turns.TurnInput, out turns.BotOutput) error {
+		var p struct{ Text string }
+		_ = json.Unmarshal(in.Message.Payload, &p)
+		if p.Text == "a" {
+			<-releaseA
+		}
+		return echoText(ctx, in, out)
+	})
+	gate := &gatedCommitter{text: "b", open: make(chan struct{})}
+	// FoldWithin bounds how long c waits: longer than b is held.
+	f := newFoldFixtureWith(t, turns.FoldableBot(bot), turns.DispatcherOptions{FoldWithin: time.Second}, func(c store.Committer) store.Committer {
+		gate.Committer = c
+		return gate
+	})
+	// "a" commits alone past FoldWithin; its fold holds the conversation
+	// while its turn runs.
+	f.post(t, f.conv, "a")
+	bDone := make(chan struct{})
+	go func() { f.post(t, f.conv, "b"); close(bDone) }() // commits on its own, held at the gate
+	time.Sleep(100 * time.Millisecond)
+	close(releaseA)
+	waitUntil(t, "the answer to a", func() bool { return len(f.signalTexts(t)) == 2 })
+	cDone := make(chan []string)
+	go func() { f.post(t, f.conv, "c"); cDone <- f.signalTexts(t) }()
+	select {
+	case <-cDone:
+		close(gate.open)
+		t.Fatal("c was stored while b was being stored")
+	case <-time.After(100 * time.Millisecond):
+	}
+	close(gate.open)
+	<-bDone
+	// c folded once b's turn ran: its answer was there when it returned.
+	eqStrings(t, "signals once c was stored", <-cDone, "a", "echo a", "b", "echo b", "c", "echo c")
 }

@@ -54,6 +54,13 @@ func (k *keptStarts) take(ref model.ConversationRef, userID string) (keptStart, 
 	return ks, ok && ks.userID == userID
 }
 
+// drop forgets the conversation's kept start.
+func (k *keptStarts) drop(ref model.ConversationRef) {
+	k.mu.Lock()
+	delete(k.m, ref)
+	k.mu.Unlock()
+}
+
 func (k *keptStarts) put(ref model.ConversationRef, ks keptStart) {
 	if len(ks.start.UserState)+len(ks.start.ConvState)+len(ks.start.BotState) > maxKeptStateBytes {
 		return

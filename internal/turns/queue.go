@@ -25,8 +25,13 @@ type Queue struct {
 	folding map[model.ConversationRef]time.Time
 	// idle are closed when their conversation's run ends with nothing
 	// left to run (claimOrWait).
-	idle   map[model.ConversationRef]chan struct{}
-	closed bool
+	idle map[model.ConversationRef]chan struct{}
+	// storing counts the messages of a conversation a Fold let commit on
+	// their own, until they are committed: their turns are not notified
+	// yet, and a claim meanwhile would read a last turn number about to
+	// be stale (on PostgreSQL a stale number fails a whole batch).
+	storing map[model.ConversationRef]int
+	closed  bool
 	// doors are told when a worker takes a conversation or ends a run;
 	// turn is a turn's run in ns, a moving average (the door's automatic
 	// bound). Both are read and written without mu, which the workers
@@ -79,7 +84,7 @@ func (q *Queue) AfterCommit(publish func(...*model.Signal)) store.AfterCommit {
 // NewQueue returns an empty queue.
 func NewQueue() *Queue {
 	q := &Queue{state: map[model.ConversationRef]*convState{}, folding: map[model.ConversationRef]time.Time{},
-		idle: map[model.ConversationRef]chan struct{}{}}
+		idle: map[model.ConversationRef]chan struct{}{}, storing: map[model.ConversationRef]int{}}
 	q.cond = sync.NewCond(&q.mu)
 	return q
 }
@@ -107,7 +112,7 @@ func (q *Queue) notifyRetry(ref model.ConversationRef, retries int) {
 func (q *Queue) claim(ref model.ConversationRef) bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if q.closed || q.state[ref] != nil {
+	if q.closed || q.state[ref] != nil || q.storing[ref] > 0 {
 		return false
 	}
 	q.state[ref] = &convState{}
@@ -126,6 +131,8 @@ func (q *Queue) claimOrWait(ref model.ConversationRef) (ok bool, idle <-chan str
 	switch {
 	case q.closed:
 		return false, nil
+	case st == nil && q.storing[ref] > 0:
+		return false, q.idleChan(ref) // its turn will be notified, then run
 	case st == nil:
 		q.state[ref] = &convState{}
 		q.folding[ref] = time.Now()
@@ -133,12 +140,33 @@ func (q *Queue) claimOrWait(ref model.ConversationRef) (ok bool, idle <-chan str
 	case st.notes > 0:
 		return false, nil
 	}
+	return false, q.idleChan(ref)
+}
+
+// idleChan is ref's idle channel (q.mu held).
+func (q *Queue) idleChan(ref model.ConversationRef) chan struct{} {
 	ch := q.idle[ref]
 	if ch == nil {
 		ch = make(chan struct{})
 		q.idle[ref] = ch
 	}
-	return false, ch
+	return ch
+}
+
+// store counts a message of ref being committed on its own (storing);
+// the returned func, called once it is committed (and its turn notified),
+// counts it out.
+func (q *Queue) store(ref model.ConversationRef) (done func()) {
+	q.mu.Lock()
+	q.storing[ref]++
+	q.mu.Unlock()
+	return func() {
+		q.mu.Lock()
+		if q.storing[ref]--; q.storing[ref] <= 0 {
+			delete(q.storing, ref)
+		}
+		q.mu.Unlock()
+	}
 }
 
 // wake closes ref's idle channel (q.mu held).
