@@ -56,19 +56,48 @@ func (d *Dispatcher) Fold(ctx context.Context, w *store.Write, m *model.Message)
 	ref := w.Conversation()
 	bot, err := d.bots(ctx, ref.BotID)
 	if _, ok := bot.(foldable); err != nil || !ok || !d.foldBegin() {
-		return d.commit.Commit(ctx, w)
+		return d.commitAlone(ctx, ref, w)
 	}
 	if !d.claim(ctx, ref) {
 		d.foldEnd()
-		defer d.queue.store(ref)()
-		return d.commit.Commit(ctx, w)
+		return d.commitAlone(ctx, ref, w)
 	}
 	f := &fold{d: d, w: w, ref: ref}
 	if d.o.Leases && !f.lease() {
 		f.end()
-		return d.commit.Commit(ctx, w)
+		return d.commitAlone(ctx, ref, w)
 	}
 	return f.run(ctx, m)
+}
+
+// commitAlone commits a user's message that does not fold. Until it is
+// committed (and its turn notified) no Fold claims its conversation
+// (Queue.store): one would read a last turn number about to be stale. And
+// it is submitted after the message of a Fold that holds the conversation
+// (Queue.unsentOf, waited for at most FoldWithin and a quarter second): an
+// earlier submission would be stored before a message sent before it, and
+// take the turn number that fold's answer expects (on PostgreSQL a check
+// that fails the whole batch).
+func (d *Dispatcher) commitAlone(ctx context.Context, ref model.ConversationRef, w *store.Write) error {
+	defer d.queue.store(ref)()
+	if unsent := d.queue.unsentOf(ref); unsent != nil {
+		t := time.NewTimer(d.o.FoldWithin + 250*time.Millisecond)
+		select {
+		case <-unsent:
+		case <-t.C:
+		case <-ctx.Done():
+		}
+		t.Stop()
+	}
+	return d.commit.Commit(ctx, w)
+}
+
+// submit commits a Fold's message write, telling the queue once it is
+// submitted (Queue.sent).
+func (f *fold) submit(ctx context.Context) error {
+	wait := f.d.commit.Submit(ctx, f.w)
+	f.d.queue.sent(f.ref)
+	return wait()
 }
 
 // claim claims the conversation for a Fold. A conversation whose run has
@@ -166,7 +195,7 @@ func (f *fold) lease() bool {
 func (f *fold) commitAlone(ctx context.Context) error {
 	f.once.Do(func() {
 		f.alone = true
-		f.aloneErr = f.d.commit.Commit(ctx, f.w)
+		f.aloneErr = f.submit(ctx)
 	})
 	return f.aloneErr
 }
@@ -267,7 +296,7 @@ func (f *fold) commitFolded(ctx context.Context, r ran, start store.IdleTurn) er
 	f.w.Local = local && then.Local
 	f.w.Fence = f.fence
 	at := time.Now()
-	err := d.commit.Commit(ctx, f.w)
+	err := f.submit(ctx)
 	if f.committed != nil {
 		f.committed(at, err)
 	}

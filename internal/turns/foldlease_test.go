@@ -252,12 +252,21 @@ type localWrites struct {
 }
 
 func (c *localWrites) Commit(ctx context.Context, w *store.Write) error {
+	c.record(w)
+	return c.Committer.Commit(ctx, w)
+}
+
+func (c *localWrites) Submit(ctx context.Context, w *store.Write) func() error {
+	c.record(w)
+	return c.Committer.Submit(ctx, w)
+}
+
+func (c *localWrites) record(w *store.Write) {
 	if w.Then != nil {
 		c.mu.Lock()
 		c.local = append(c.local, w.Local)
 		c.mu.Unlock()
 	}
-	return c.Committer.Commit(ctx, w)
 }
 
 // TestFoldWithLeaseNotLocal: a folded answer whose completion changes more
@@ -389,4 +398,59 @@ func TestFoldWaitsForAMessageBeingStored(t *testing.T) {
 	<-bDone
 	// c folded once b's turn ran: its answer was there when it returned.
 	eqStrings(t, "signals once c was stored", <-cDone, "a", "echo a", "b", "echo b", "c", "echo c")
+}
+
+// TestFoldAloneWaitsForTheFoldsMessage: a message that does not fold
+// (here: a turn was notified for its conversation meanwhile) is submitted
+// after the message of the Fold holding its conversation, not before it:
+// it is stored after the message sent before it, and its turn is numbered
+// after that one's.
+func TestFoldAloneWaitsForTheFoldsMessage(t *testing.T) {
+	started, releaseA := make(chan struct{}), make(chan struct{})
+	bot := botFunc(func(ctx context.Context, in *turns.TurnInput, out turns.BotOutput) error {
+		if in.Message == nil {
+			return nil // the event
+		}
+		var p struct{ Text string }
+		_ = json.Unmarshal(in.Message.Payload, &p)
+		if p.Text == "a" {
+			select {
+			case <-started:
+			default:
+				close(started)
+			}
+			<-releaseA
+		}
+		return echoText(ctx, in, out)
+	})
+	f := newFoldFixture(t, turns.FoldableBot(bot), turns.DispatcherOptions{FoldWithin: 10 * time.Second})
+	aDone := make(chan struct{})
+	go func() { f.post(t, f.conv, "a"); close(aDone) }()
+	<-started
+	// A turn of the conversation is notified while a's fold holds it.
+	ctx := context.Background()
+	e := &model.Event{BotID: f.botID, ID: model.NewID(), ConversationID: f.conv, UserID: "u1",
+		Type: "custom", Payload: json.RawMessage(`{}`), CreatedAt: model.Now()}
+	if err := f.db.InTx(ctx, func(tx store.Store) error {
+		if err := tx.Chat().CreateEvent(ctx, e); err != nil {
+			return err
+		}
+		return tx.Signals().EnqueueTurn(ctx, &model.Turn{BotID: f.botID, ConversationID: f.conv, Kind: model.TurnEvent, RefID: e.ID, UserID: "u1"})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	f.queue.Notify(f.ref())
+	bDone := make(chan struct{})
+	go func() { f.post(t, f.conv, "b"); close(bDone) }()
+	select {
+	case <-bDone:
+		close(releaseA)
+		t.Fatal("b was stored before a, which was sent first")
+	case <-time.After(100 * time.Millisecond):
+	}
+	close(releaseA)
+	<-aDone
+	<-bDone
+	waitUntil(t, "every answer", func() bool { return f.pending(t) == 0 && len(f.signalTexts(t)) == 4 })
+	eqStrings(t, "signals", f.signalTexts(t), "a", "b", "echo a", "echo b")
 }

@@ -31,7 +31,10 @@ type Queue struct {
 	// yet, and a claim meanwhile would read a last turn number about to
 	// be stale (on PostgreSQL a stale number fails a whole batch).
 	storing map[model.ConversationRef]int
-	closed  bool
+	// unsent are closed once the Fold that claimed their conversation has
+	// submitted its message's write (or ended).
+	unsent map[model.ConversationRef]chan struct{}
+	closed bool
 	// doors are told when a worker takes a conversation or ends a run;
 	// turn is a turn's run in ns, a moving average (the door's automatic
 	// bound). Both are read and written without mu, which the workers
@@ -84,7 +87,8 @@ func (q *Queue) AfterCommit(publish func(...*model.Signal)) store.AfterCommit {
 // NewQueue returns an empty queue.
 func NewQueue() *Queue {
 	q := &Queue{state: map[model.ConversationRef]*convState{}, folding: map[model.ConversationRef]time.Time{},
-		idle: map[model.ConversationRef]chan struct{}{}, storing: map[model.ConversationRef]int{}}
+		idle: map[model.ConversationRef]chan struct{}{}, storing: map[model.ConversationRef]int{},
+		unsent: map[model.ConversationRef]chan struct{}{}}
 	q.cond = sync.NewCond(&q.mu)
 	return q
 }
@@ -115,9 +119,42 @@ func (q *Queue) claim(ref model.ConversationRef) bool {
 	if q.closed || q.state[ref] != nil || q.storing[ref] > 0 {
 		return false
 	}
+	q.claimed(ref)
+	return true
+}
+
+// claimed marks ref as claimed by a Fold (q.mu held).
+func (q *Queue) claimed(ref model.ConversationRef) {
 	q.state[ref] = &convState{}
 	q.folding[ref] = time.Now()
-	return true
+	q.unsent[ref] = make(chan struct{})
+}
+
+// sent tells that the Fold holding ref has submitted its message's write:
+// a message that does not fold may be submitted after it (unsentOf).
+func (q *Queue) sent(ref model.ConversationRef) {
+	q.mu.Lock()
+	q.markSent(ref)
+	q.mu.Unlock()
+}
+
+// markSent is sent with q.mu held.
+func (q *Queue) markSent(ref model.ConversationRef) {
+	if ch := q.unsent[ref]; ch != nil {
+		close(ch)
+		delete(q.unsent, ref)
+	}
+}
+
+// unsentOf is closed once the Fold holding ref, if any, has submitted its
+// message's write; nil when there is none to wait for.
+func (q *Queue) unsentOf(ref model.ConversationRef) <-chan struct{} {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if ch := q.unsent[ref]; ch != nil {
+		return ch
+	}
+	return nil
 }
 
 // claimOrWait is claim, or, when ref is queued or running with nothing
@@ -134,8 +171,7 @@ func (q *Queue) claimOrWait(ref model.ConversationRef) (ok bool, idle <-chan str
 	case st == nil && q.storing[ref] > 0:
 		return false, q.idleChan(ref) // its turn will be notified, then run
 	case st == nil:
-		q.state[ref] = &convState{}
-		q.folding[ref] = time.Now()
+		q.claimed(ref)
 		return true, nil
 	case st.notes > 0:
 		return false, nil
@@ -221,6 +257,7 @@ func (q *Queue) release(ref model.ConversationRef, busy bool, own int) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	delete(q.folding, ref)
+	q.markSent(ref)
 	st := q.state[ref]
 	if !busy {
 		st.retries = 0
