@@ -1,0 +1,197 @@
+package turns_test
+
+// How messages of one conversation wait for one another around a fold.
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/parley-bots/parley/internal/model"
+	"github.com/parley-bots/parley/internal/store"
+	"github.com/parley-bots/parley/internal/testutil/testdb"
+	"github.com/parley-bots/parley/internal/turns"
+)
+
+// TestFoldWaitsForTheRunsLastTurn: a message that comes while its
+// conversation's run ends its one pending turn (a message that did not
+// fold) waits for that run, then folds: its answer is stored when
+// createMessage returns. On SQLite, and on PostgreSQL under the lease
+// that run took and parked.
+func TestFoldWaitsForTheRunsLastTurn(t *testing.T) {
+	for _, leases := range []bool{false, true} {
+		name := map[bool]string{false: "sqlite", true: "postgres"}[leases]
+		t.Run(name, func(t *testing.T) {
+			started, release := make(chan struct{}), make(chan struct{})
+			rec := &recorder{}
+			bot := botFunc(func(ctx context.Context, in *turns.TurnInput, out turns.BotOutput) error {
+				if rec.add(in) == "first" {
+					close(started)
+					<-release
+				}
+				return echoText(ctx, in, out)
+			})
+			// "first" is stored with its turn before the dispatcher
+			// starts, which finds it pending and runs it, as a message
+			// that did not fold (no sweep after that: it would notify it
+			// again, and the run would go on).
+			o := turns.DispatcherOptions{FoldWithin: 10 * time.Second, Sweep: time.Hour}
+			storeFirst := func(f *foldFixture) {
+				ctx := context.Background()
+				m := &model.Message{BotID: f.botID, ID: model.NewID(), ConversationID: f.conv, UserID: "u1",
+					Payload: json.RawMessage(`{"type":"text","text":"first"}`), Direction: model.DirectionIncoming, CreatedAt: model.Now()}
+				if err := f.db.InTx(ctx, func(tx store.Store) error {
+					if err := tx.Chat().CreateMessage(ctx, m); err != nil {
+						return err
+					}
+					return tx.Signals().EnqueueTurn(ctx, &model.Turn{BotID: f.botID, ConversationID: f.conv, Kind: model.TurnMessage, RefID: m.ID, UserID: "u1"})
+				}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var f *foldFixture
+			if leases {
+				f = leasedFold(t, bot, o, storeFirst)
+			} else {
+				f = newFoldFixtureOn(t, testdb.SQLite(t), turns.FoldableBot(bot), o, nil, storeFirst)
+			}
+			<-started
+			before := f.commits.n.Load()
+			done := make(chan []string)
+			go func() {
+				f.post(t, f.conv, "second")
+				done <- f.texts(t)
+			}()
+			select {
+			case <-done:
+				close(release)
+				t.Fatal("createMessage returned while the run's last turn had not ended")
+			case <-time.After(100 * time.Millisecond):
+			}
+			close(release)
+			// "second" was sent before "first" was answered: its time is
+			// earlier (model.MessageTime), its signal after the answer's.
+			eqStrings(t, "messages once createMessage returned", <-done, "first", "second", "echo first", "echo second")
+			eqStrings(t, "signals", f.signalTexts(t), "echo first", "second", "echo second") // "first" was stored without one
+			if n := f.commits.n.Load() - before; n != 2 {
+				t.Fatalf("%d commits, want 2 (the first's completion, the second with its answer)", n)
+			}
+			eqStrings(t, "turns run", rec.turns(), "first", "second")
+		})
+	}
+}
+
+// gatedCommitter holds back the commit of a message write without Then
+// whose signal holds text until open is closed.
+type gatedCommitter struct {
+	store.Committer
+	text string
+	open chan struct{}
+}
+
+func (c *gatedCommitter) Commit(ctx context.Context, w *store.Write) error {
+	if w.Then == nil && w.Signal != nil && strings.Contains(string(w.Signal.Data), `"text":"`+c.text+`"`) {
+		<-c.open
+	}
+	return c.Committer.Commit(ctx, w)
+}
+
+// TestFoldWaitsForAMessageBeingStored: while a message that could not
+// fold is being committed on its own, its conversation is not claimed by
+// the next message (which would read a last turn number about to be
+// stale, and answer before the message sent earlier): that one waits for
+// it, and for its turn's run, then folds.
+func TestFoldWaitsForAMessageBeingStored(t *testing.T) {
+	releaseA := make(chan struct{})
+	bot := botFunc(func(ctx context.Context, in *turns.TurnInput, out turns.BotOutput) error {
+		var p struct{ Text string }
+		_ = json.Unmarshal(in.Message.Payload, &p)
+		if p.Text == "a" {
+			<-releaseA
+		}
+		return echoText(ctx, in, out)
+	})
+	gate := &gatedCommitter{text: "b", open: make(chan struct{})}
+	// FoldWithin bounds how long c waits: longer than b is held.
+	f := newFoldFixtureWith(t, turns.FoldableBot(bot), turns.DispatcherOptions{FoldWithin: time.Second}, func(c store.Committer) store.Committer {
+		gate.Committer = c
+		return gate
+	})
+	// "a" commits alone past FoldWithin; its fold holds the conversation
+	// while its turn runs.
+	f.post(t, f.conv, "a")
+	bDone := make(chan struct{})
+	go func() { f.post(t, f.conv, "b"); close(bDone) }() // commits on its own, held at the gate
+	time.Sleep(100 * time.Millisecond)
+	close(releaseA)
+	waitUntil(t, "the answer to a", func() bool { return len(f.signalTexts(t)) == 2 })
+	cDone := make(chan []string)
+	go func() { f.post(t, f.conv, "c"); cDone <- f.signalTexts(t) }()
+	select {
+	case <-cDone:
+		close(gate.open)
+		t.Fatal("c was stored while b was being stored")
+	case <-time.After(100 * time.Millisecond):
+	}
+	close(gate.open)
+	<-bDone
+	// c folded once b's turn ran: its answer was there when it returned.
+	eqStrings(t, "signals once c was stored", <-cDone, "a", "echo a", "b", "echo b", "c", "echo c")
+}
+
+// TestFoldAloneWaitsForTheFoldsMessage: a message that does not fold
+// (here: a turn was notified for its conversation meanwhile) is submitted
+// after the message of the Fold holding its conversation, not before it:
+// it is stored after the message sent before it, and its turn is numbered
+// after that one's.
+func TestFoldAloneWaitsForTheFoldsMessage(t *testing.T) {
+	started, releaseA := make(chan struct{}), make(chan struct{})
+	bot := botFunc(func(ctx context.Context, in *turns.TurnInput, out turns.BotOutput) error {
+		if in.Message == nil {
+			return nil // the event
+		}
+		var p struct{ Text string }
+		_ = json.Unmarshal(in.Message.Payload, &p)
+		if p.Text == "a" {
+			select {
+			case <-started:
+			default:
+				close(started)
+			}
+			<-releaseA
+		}
+		return echoText(ctx, in, out)
+	})
+	f := newFoldFixture(t, turns.FoldableBot(bot), turns.DispatcherOptions{FoldWithin: 10 * time.Second})
+	aDone := make(chan struct{})
+	go func() { f.post(t, f.conv, "a"); close(aDone) }()
+	<-started
+	// A turn of the conversation is notified while a's fold holds it.
+	ctx := context.Background()
+	e := &model.Event{BotID: f.botID, ID: model.NewID(), ConversationID: f.conv, UserID: "u1",
+		Type: "custom", Payload: json.RawMessage(`{}`), CreatedAt: model.Now()}
+	if err := f.db.InTx(ctx, func(tx store.Store) error {
+		if err := tx.Chat().CreateEvent(ctx, e); err != nil {
+			return err
+		}
+		return tx.Signals().EnqueueTurn(ctx, &model.Turn{BotID: f.botID, ConversationID: f.conv, Kind: model.TurnEvent, RefID: e.ID, UserID: "u1"})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	f.queue.Notify(f.ref())
+	bDone := make(chan struct{})
+	go func() { f.post(t, f.conv, "b"); close(bDone) }()
+	select {
+	case <-bDone:
+		close(releaseA)
+		t.Fatal("b was stored before a, which was sent first")
+	case <-time.After(100 * time.Millisecond):
+	}
+	close(releaseA)
+	<-aDone
+	<-bDone
+	waitUntil(t, "every answer", func() bool { return f.pending(t) == 0 && len(f.signalTexts(t)) == 4 })
+	eqStrings(t, "signals", f.signalTexts(t), "a", "b", "echo a", "echo b")
+}
