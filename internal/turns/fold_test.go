@@ -172,17 +172,7 @@ func TestFoldTurnInBetween(t *testing.T) {
 func TestFoldOnlyWhenIdle(t *testing.T) {
 	f := newFoldFixture(t, turns.FoldableBot(botFunc(echoText)), turns.DispatcherOptions{FoldWithin: 10 * time.Second})
 	f.dispatcher.Stop() // nothing runs the pending turn: it stays
-	ctx := context.Background()
-	m := &model.Message{BotID: f.botID, ID: model.NewID(), ConversationID: f.conv, UserID: "u1",
-		Payload: json.RawMessage(`{"type":"text","text":"earlier"}`), Direction: model.DirectionIncoming, CreatedAt: model.Now()}
-	if err := f.db.InTx(ctx, func(tx store.Store) error {
-		if err := tx.Chat().CreateMessage(ctx, m); err != nil {
-			return err
-		}
-		return tx.Signals().EnqueueTurn(ctx, &model.Turn{BotID: f.botID, ConversationID: f.conv, Kind: model.TurnMessage, RefID: m.ID, UserID: "u1"})
-	}); err != nil {
-		t.Fatal(err)
-	}
+	f.storeMessage(t, "earlier")
 	before := f.commits.n.Load()
 	f.post(t, f.conv, "later")
 	if n := f.commits.n.Load() - before; n != 1 {

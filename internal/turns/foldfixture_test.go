@@ -6,6 +6,7 @@ package turns_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -256,4 +257,38 @@ func leasedFixture(t *testing.T, bot turns.Bot, o turns.DispatcherOptions, befor
 	t.Helper()
 	o.Leases, o.LeaseTTL, o.Node = true, 10*time.Second, "n1"
 	return newFoldFixtureOn(t, testdb.Postgres(t), bot, o, nil, before...)
+}
+
+// storeMessage stores a message of user u1 with its pending turn, as a
+// message committed without a signal (nobody told of it).
+func (f *foldFixture) storeMessage(t *testing.T, text string) {
+	t.Helper()
+	ctx := context.Background()
+	m := &model.Message{BotID: f.botID, ID: model.NewID(), ConversationID: f.conv, UserID: "u1",
+		Payload: json.RawMessage(fmt.Sprintf(`{"type":"text","text":%q}`, text)), Direction: model.DirectionIncoming, CreatedAt: model.Now()}
+	f.storeTurn(t, func(tx store.Store) error { return tx.Chat().CreateMessage(ctx, m) },
+		&model.Turn{BotID: f.botID, ConversationID: f.conv, Kind: model.TurnMessage, RefID: m.ID, UserID: "u1"})
+}
+
+// storeEvent stores an event of user u1 with its pending turn.
+func (f *foldFixture) storeEvent(t *testing.T) {
+	t.Helper()
+	ctx := context.Background()
+	e := &model.Event{BotID: f.botID, ID: model.NewID(), ConversationID: f.conv, UserID: "u1",
+		Type: "custom", Payload: json.RawMessage(`{}`), CreatedAt: model.Now()}
+	f.storeTurn(t, func(tx store.Store) error { return tx.Chat().CreateEvent(ctx, e) },
+		&model.Turn{BotID: f.botID, ConversationID: f.conv, Kind: model.TurnEvent, RefID: e.ID, UserID: "u1"})
+}
+
+func (f *foldFixture) storeTurn(t *testing.T, create func(tx store.Store) error, turn *model.Turn) {
+	t.Helper()
+	ctx := context.Background()
+	if err := f.db.InTx(ctx, func(tx store.Store) error {
+		if err := create(tx); err != nil {
+			return err
+		}
+		return tx.Signals().EnqueueTurn(ctx, turn)
+	}); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -173,17 +173,7 @@ func TestFoldKeptStartDroppedByARun(t *testing.T) {
 		})
 		f := newFixture(turns.FoldableBot(bot), turns.DispatcherOptions{FoldWithin: 10 * time.Second})
 		f.post(t, f.conv, "a")
-		ctx := context.Background()
-		e := &model.Event{BotID: f.botID, ID: model.NewID(), ConversationID: f.conv, UserID: "u1",
-			Type: "custom", Payload: json.RawMessage(`{}`), CreatedAt: model.Now()}
-		if err := f.db.InTx(ctx, func(tx store.Store) error {
-			if err := tx.Chat().CreateEvent(ctx, e); err != nil {
-				return err
-			}
-			return tx.Signals().EnqueueTurn(ctx, &model.Turn{BotID: f.botID, ConversationID: f.conv, Kind: model.TurnEvent, RefID: e.ID, UserID: "u1"})
-		}); err != nil {
-			t.Fatal(err)
-		}
+		f.storeEvent(t)
 		f.queue.Notify(f.ref())
 		waitUntil(t, "the event's turn", func() bool { return f.pending(t) == 0 })
 		reads, commits := f.reads.Load(), f.commits.n.Load()

@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/parley-bots/parley/internal/model"
 	"github.com/parley-bots/parley/internal/store"
 	"github.com/parley-bots/parley/internal/testutil/testdb"
 	"github.com/parley-bots/parley/internal/turns"
@@ -39,17 +38,7 @@ func TestFoldWaitsForTheRunsLastTurn(t *testing.T) {
 			// again, and the run would go on).
 			o := turns.DispatcherOptions{FoldWithin: 10 * time.Second, Sweep: time.Hour}
 			storeFirst := func(f *foldFixture) {
-				ctx := context.Background()
-				m := &model.Message{BotID: f.botID, ID: model.NewID(), ConversationID: f.conv, UserID: "u1",
-					Payload: json.RawMessage(`{"type":"text","text":"first"}`), Direction: model.DirectionIncoming, CreatedAt: model.Now()}
-				if err := f.db.InTx(ctx, func(tx store.Store) error {
-					if err := tx.Chat().CreateMessage(ctx, m); err != nil {
-						return err
-					}
-					return tx.Signals().EnqueueTurn(ctx, &model.Turn{BotID: f.botID, ConversationID: f.conv, Kind: model.TurnMessage, RefID: m.ID, UserID: "u1"})
-				}); err != nil {
-					t.Fatal(err)
-				}
+				f.storeMessage(t, "first")
 			}
 			var f *foldFixture
 			if leases {
@@ -169,17 +158,7 @@ func TestFoldAloneWaitsForTheFoldsMessage(t *testing.T) {
 	go func() { f.post(t, f.conv, "a"); close(aDone) }()
 	<-started
 	// A turn of the conversation is notified while a's fold holds it.
-	ctx := context.Background()
-	e := &model.Event{BotID: f.botID, ID: model.NewID(), ConversationID: f.conv, UserID: "u1",
-		Type: "custom", Payload: json.RawMessage(`{}`), CreatedAt: model.Now()}
-	if err := f.db.InTx(ctx, func(tx store.Store) error {
-		if err := tx.Chat().CreateEvent(ctx, e); err != nil {
-			return err
-		}
-		return tx.Signals().EnqueueTurn(ctx, &model.Turn{BotID: f.botID, ConversationID: f.conv, Kind: model.TurnEvent, RefID: e.ID, UserID: "u1"})
-	}); err != nil {
-		t.Fatal(err)
-	}
+	f.storeEvent(t)
 	f.queue.Notify(f.ref())
 	bDone := make(chan struct{})
 	go func() { f.post(t, f.conv, "b"); close(bDone) }()
