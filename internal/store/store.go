@@ -281,6 +281,10 @@ type Signals interface {
 	// before the COMMIT: a Write's Then there, whose turn is numbered only
 	// at the commit (Write.Run).
 	RequireLastTurn(ctx context.Context, botID, conversationID string, seq int64) error
+	// RequireFirstTurn fails with ErrTurnBetween when a turn of the
+	// conversation numbered before seq is pending: the turn seq must not
+	// complete before it. Pipelined, as RequireLastTurn.
+	RequireFirstTurn(ctx context.Context, botID, conversationID string, seq int64) error
 }
 
 // PendingTurn is a pending turn with what it refers to: Message for a

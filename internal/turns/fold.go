@@ -340,13 +340,26 @@ func (f *fold) complete(ctx context.Context, r ran) {
 	if f.aloneErr != nil || f.runsAgain(r) {
 		return // no message stored, or a turn for the dispatcher to run again
 	}
+	// The turn ran on what was idle when it began (read, or kept from the
+	// conversation's last turn): it completes only if no turn came before
+	// its message meanwhile (another node's; on one node the claim keeps
+	// them out) and, from a kept start, that start still holds. Else it
+	// stays pending and runs again, in order, from the store.
+	checks := []func(ctx context.Context, tx store.Store) error{func(ctx context.Context, tx store.Store) error {
+		return tx.Signals().RequireFirstTurn(ctx, t.BotID, t.ConversationID, t.Seq)
+	}}
+	if ks := f.kept; ks != nil {
+		checks = append(checks, func(ctx context.Context, tx store.Store) error {
+			return tx.States().RequireTurnStart(ctx, f.ref.BotID, ks.userID, f.ref.ConversationID, ks.start)
+		})
+	}
 	at := time.Now()
-	err := d.completeTurn(ctx, t, r.out, r.run(t), f.fence)()
+	err := d.completeTurn(ctx, t, r.out, r.run(t), f.fence, checks...)()
 	if f.committed != nil {
 		f.committed(at, err)
 	}
 	if err != nil {
-		if ctx.Err() == nil {
+		if ctx.Err() == nil && !errors.Is(err, store.ErrTurnBetween) && !errors.Is(err, store.ErrStartChanged) {
 			d.log.Warn("turns: completing turn failed", "err", err)
 		}
 		return

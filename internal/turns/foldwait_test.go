@@ -174,3 +174,32 @@ func TestFoldAloneWaitsForTheFoldsMessage(t *testing.T) {
 	waitUntil(t, "every answer", func() bool { return f.pending(t) == 0 && len(f.signalTexts(t)) == 4 })
 	eqStrings(t, "signals", f.signalTexts(t), "a", "b", "echo a", "echo b")
 }
+
+// TestFoldAloneKeepsTheOrder: a turn that outlasted FoldWithin, whose
+// message was therefore committed alone, completes only if no turn came
+// before its message meanwhile (another node's, or another writer's, that
+// the claim did not keep out); else it stays pending and runs again after
+// that one. On both engines.
+func TestFoldAloneKeepsTheOrder(t *testing.T) {
+	foldEngines(t, func(t *testing.T, newFixture func(turns.Bot, turns.DispatcherOptions) *foldFixture) {
+		rec := &recorder{}
+		var f *foldFixture
+		bot := botFunc(func(ctx context.Context, in *turns.TurnInput, out turns.BotOutput) error {
+			if rec.add(in) == "slow" && len(rec.turns()) == 1+f.skip/2 {
+				f.storeEvent(t)                    // another writer's turn, before the message's
+				time.Sleep(150 * time.Millisecond) // past FoldWithin: the message commits alone
+			}
+			if in.Message == nil {
+				return nil
+			}
+			return echoText(ctx, in, out)
+		})
+		f = newFixture(turns.FoldableBot(bot), turns.DispatcherOptions{FoldWithin: 50 * time.Millisecond})
+		f.post(t, f.conv, "slow")
+		waitUntil(t, "every turn", func() bool { return f.pending(t) == 0 && len(f.texts(t)) == 2 })
+		time.Sleep(50 * time.Millisecond)
+		eqStrings(t, "messages", f.texts(t), "slow", "echo slow")
+		got := rec.turns()[f.skip/2:]
+		eqStrings(t, "turns run", got, "slow", "event", "slow")
+	})
+}

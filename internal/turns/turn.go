@@ -25,10 +25,25 @@ import (
 // With leases, fence makes the write commit only while this node still
 // holds the conversation's lease at the epoch it took: a node that was
 // paused past its lease and taken over commits nothing (store.ErrFenced).
-func (d *Dispatcher) completeTurn(ctx context.Context, t *model.Turn, out *turnOutput, run *model.TurnRun, fence *store.Fence) (wait func() error) {
+//
+// check, when not nil, runs first in that transaction: its error (such as
+// store.ErrTurnBetween) leaves the turn pending, to run again, instead of
+// completing it without its effects.
+func (d *Dispatcher) completeTurn(ctx context.Context, t *model.Turn, out *turnOutput, run *model.TurnRun, fence *store.Fence, check ...func(ctx context.Context, tx store.Store) error) (wait func() error) {
 	full := out.completion(t, false)
 	full.Fence = fence
 	recordRun(full, t, run)
+	if len(check) > 0 {
+		apply := full.Apply
+		full.Apply = func(ctx context.Context, tx store.Store) error {
+			for _, c := range check {
+				if err := c(ctx, tx); err != nil {
+					return err
+				}
+			}
+			return apply(ctx, tx)
+		}
+	}
 	w := d.commit.Submit(ctx, full)
 	return func() error {
 		err := w()
@@ -36,6 +51,9 @@ func (d *Dispatcher) completeTurn(ctx context.Context, t *model.Turn, out *turnO
 			d.log.Warn("turns: lease taken over: the turn's completion is fenced off, another node runs it",
 				"bot", t.BotID, "conversation", t.ConversationID, "seq", t.Seq, "node", d.o.Node)
 			return err
+		}
+		if errors.Is(err, store.ErrTurnBetween) || errors.Is(err, store.ErrStartChanged) {
+			return err // refused by check: the turn runs again
 		}
 		if err == nil || ctx.Err() != nil || out == nil || (len(out.held) == 0 && len(out.finish) == 0) || d.store.Transient(err) {
 			// Unavailable for now: the turn stays pending, its run is

@@ -307,3 +307,21 @@ func (r signals) RequireLastTurn(ctx context.Context, botID, conversationID stri
 	}
 	return nil
 }
+
+// RequireFirstTurn fails with store.ErrTurnBetween when a turn of the
+// conversation numbered before seq is pending; pipelined, in the server.
+func (r signals) RequireFirstTurn(ctx context.Context, botID, conversationID string, seq int64) error {
+	const earlier = `EXISTS (SELECT 1 FROM turns WHERE bot_id = ? AND conversation_id = ? AND seq < ?)`
+	if r.s.deferRows(ctx) {
+		_, err := r.s.exec(store.WithRequiredRow(ctx, store.ErrTurnBetween), `SELECT 1 / (CASE WHEN `+earlier+` THEN 0 ELSE 1 END)`, botID, conversationID, seq)
+		return r.s.fail(err, "turn")
+	}
+	var found bool
+	if err := r.s.queryRow(ctx, `SELECT `+earlier, botID, conversationID, seq).Scan(&found); err != nil {
+		return r.s.fail(err, "turn")
+	}
+	if found {
+		return store.ErrTurnBetween
+	}
+	return nil
+}

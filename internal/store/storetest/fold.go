@@ -135,6 +135,39 @@ func testRequireTurnStart(t *testing.T, db store.DB) {
 	}
 }
 
+// testRequireFirstTurn checks Signals.RequireFirstTurn, directly and in
+// the engine's group commit: a turn may complete only when no turn
+// numbered before it is pending.
+func testRequireFirstTurn(t *testing.T, db store.DB) {
+	ctx := t.Context()
+	f := setup(t, db)
+	newUser(t, db, f.bot.ID, "u1")
+	newConv(t, db, f.bot.ID, "c1", "u1", 0)
+	cm := db.NewCommitter(nil)
+	first := func(seq int64) error {
+		t.Helper()
+		direct := db.Signals().RequireFirstTurn(ctx, f.bot.ID, "c1", seq)
+		committed := cm.Commit(ctx, &store.Write{Local: true, Ref: model.ConversationRef{BotID: f.bot.ID, ConversationID: "c1"},
+			Apply: func(ctx context.Context, tx store.Store) error {
+				return tx.Signals().RequireFirstTurn(ctx, f.bot.ID, "c1", seq)
+			}})
+		if (direct == nil) != (committed == nil) || (direct != nil && (!errors.Is(direct, store.ErrTurnBetween) || !errors.Is(committed, store.ErrTurnBetween))) {
+			t.Fatalf("turn %d: directly %v, in a commit %v", seq, direct, committed)
+		}
+		return direct
+	}
+	a := &model.Turn{BotID: f.bot.ID, ConversationID: "c1", Kind: model.TurnMessage, RefID: "a"}
+	b := &model.Turn{BotID: f.bot.ID, ConversationID: "c1", Kind: model.TurnMessage, RefID: "b"}
+	ok(t, db.Signals().EnqueueTurn(ctx, a))
+	ok(t, db.Signals().EnqueueTurn(ctx, b))
+	ok(t, first(a.Seq))
+	if first(b.Seq) == nil {
+		t.Fatal("the second turn may complete while the first is pending")
+	}
+	ok(t, db.Signals().CompleteTurn(ctx, f.bot.ID, "c1", a.Seq))
+	ok(t, first(b.Seq))
+}
+
 // testWriteThen checks Write.Then through the engine's Committer: it
 // completes the write's turn in the same transaction when the turn got
 // ThenSeq, its signals following the write's; when another turn came in

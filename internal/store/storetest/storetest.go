@@ -52,6 +52,7 @@ func Run(t *testing.T, open func(t *testing.T) store.DB) {
 		{"IdleTurn", testIdleTurn},
 		{"WriteThen", testWriteThen},
 		{"RequireTurnStart", testRequireTurnStart},
+		{"RequireFirstTurn", testRequireFirstTurn},
 		{"States", testStates},
 		{"Leases", testLeases},
 		{"LeasePrune", testLeasePrune},
