@@ -17,28 +17,33 @@ import (
 // TestFoldAnswersWithTheMessage: a foldable bot's answer to a user's
 // message is committed with the message, in one commit: when
 // createMessage returns, the answer is stored, its signal follows the
-// message's, the turn is done and its run recorded.
+// message's, the turn is done and its run recorded. On SQLite, and on
+// PostgreSQL under the lease the conversation's first run parked.
 func TestFoldAnswersWithTheMessage(t *testing.T) {
-	obs := &countingObserver{}
-	f := newFoldFixture(t, turns.FoldableBot(botFunc(echoText)), turns.DispatcherOptions{FoldWithin: 10 * time.Second, Observer: obs})
-	for i, text := range []string{"a", "b", "c"} {
-		before := f.commits.n.Load()
-		f.post(t, f.conv, text)
-		if n := f.commits.n.Load() - before; n != 1 {
-			t.Fatalf("message %d took %d commits, want 1", i, n)
+	foldEngines(t, func(t *testing.T, newFixture func(turns.Bot, turns.DispatcherOptions) *foldFixture) {
+		obs := &countingObserver{}
+		f := newFixture(turns.FoldableBot(botFunc(echoText)), turns.DispatcherOptions{FoldWithin: 10 * time.Second, Observer: obs})
+		runs, _ := f.runs(t)
+		ran := obs.ran.Load()
+		for i, text := range []string{"a", "b", "c"} {
+			before := f.commits.n.Load()
+			f.post(t, f.conv, text)
+			if n := f.commits.n.Load() - before; n != 1 {
+				t.Fatalf("message %d took %d commits, want 1", i, n)
+			}
 		}
-	}
-	eqStrings(t, "messages once createMessage returned", f.texts(t), "a", "echo a", "b", "echo b", "c", "echo c")
-	eqStrings(t, "signals", f.signalTexts(t), "a", "echo a", "b", "echo b", "c", "echo c")
-	if n := f.pending(t); n != 0 {
-		t.Fatalf("%d turns pending", n)
-	}
-	if turns, failed := f.runs(t); turns != 3 || failed != 0 {
-		t.Fatalf("turn runs recorded: %d, %d failed; want 3, none failed", turns, failed)
-	}
-	if n := obs.ran.Load(); n != 3 {
-		t.Fatalf("the observer was told of %d turns, want 3", n)
-	}
+		eqStrings(t, "messages once createMessage returned", f.texts(t), "a", "echo a", "b", "echo b", "c", "echo c")
+		eqStrings(t, "signals", f.signalTexts(t), "a", "echo a", "b", "echo b", "c", "echo c")
+		if n := f.pending(t); n != 0 {
+			t.Fatalf("%d turns pending", n)
+		}
+		if turns, failed := f.runs(t); turns-runs != 3 || failed != 0 {
+			t.Fatalf("turn runs recorded: %d, %d failed; want 3, none failed", turns-runs, failed)
+		}
+		if n := obs.ran.Load() - ran; n != 3 {
+			t.Fatalf("the observer was told of %d turns, want 3", n)
+		}
+	})
 }
 
 // countingObserver counts the turns a dispatcher reports.
