@@ -81,13 +81,7 @@ func (d *Dispatcher) Fold(ctx context.Context, w *store.Write, m *model.Message)
 func (d *Dispatcher) commitAlone(ctx context.Context, ref model.ConversationRef, w *store.Write) error {
 	defer d.queue.store(ref)()
 	if unsent := d.queue.unsentOf(ref); unsent != nil {
-		t := time.NewTimer(d.o.FoldWithin + 250*time.Millisecond)
-		select {
-		case <-unsent:
-		case <-t.C:
-		case <-ctx.Done():
-		}
-		t.Stop()
+		closedWithin(ctx, unsent, d.o.FoldWithin+250*time.Millisecond)
 	}
 	return d.commit.Commit(ctx, w)
 }
@@ -113,11 +107,17 @@ func (d *Dispatcher) claim(ctx context.Context, ref model.ConversationRef) bool 
 	if ok || idle == nil {
 		return ok
 	}
-	t := time.NewTimer(d.o.FoldWithin)
+	return closedWithin(ctx, idle, d.o.FoldWithin) && d.queue.claim(ref)
+}
+
+// closedWithin waits for ch to be closed, at most within or until ctx
+// ends, and tells whether it was.
+func closedWithin(ctx context.Context, ch <-chan struct{}, within time.Duration) bool {
+	t := time.NewTimer(within)
 	defer t.Stop()
 	select {
-	case <-idle:
-		return d.queue.claim(ref)
+	case <-ch:
+		return true
 	case <-t.C:
 	case <-ctx.Done():
 	}

@@ -289,39 +289,17 @@ func (r signals) CompleteTurn(ctx context.Context, botID, conversationID string,
 }
 
 // RequireLastTurn fails with store.ErrTurnBetween unless the
-// conversation's last turn number is seq; pipelined, in the server (a
-// division by zero), with no answer needed before the COMMIT. A read, not
-// an UPDATE: it leaves no row version behind.
+// conversation's last turn number is seq. A read, not an UPDATE: it leaves
+// no row version behind.
 func (r signals) RequireLastTurn(ctx context.Context, botID, conversationID string, seq int64) error {
-	const q = `SELECT COUNT(*) FROM conversations WHERE bot_id = ? AND id = ? AND turn_seq = ?`
-	if r.s.deferRows(ctx) {
-		_, err := r.s.exec(store.WithRequiredRow(ctx, store.ErrTurnBetween), `SELECT 1 / (`+q+`)`, botID, conversationID, seq)
-		return r.s.fail(err, "conversation")
-	}
-	var n int
-	if err := r.s.queryRow(ctx, q, botID, conversationID, seq).Scan(&n); err != nil {
-		return r.s.fail(err, "conversation")
-	}
-	if n == 0 {
-		return store.ErrTurnBetween
-	}
-	return nil
+	return r.s.require(ctx, store.ErrTurnBetween, "conversation",
+		`SELECT COUNT(*) FROM conversations WHERE bot_id = ? AND id = ? AND turn_seq = ?`, botID, conversationID, seq)
 }
 
 // RequireFirstTurn fails with store.ErrTurnBetween when a turn of the
-// conversation numbered before seq is pending; pipelined, in the server.
+// conversation numbered before seq is pending.
 func (r signals) RequireFirstTurn(ctx context.Context, botID, conversationID string, seq int64) error {
-	const earlier = `EXISTS (SELECT 1 FROM turns WHERE bot_id = ? AND conversation_id = ? AND seq < ?)`
-	if r.s.deferRows(ctx) {
-		_, err := r.s.exec(store.WithRequiredRow(ctx, store.ErrTurnBetween), `SELECT 1 / (CASE WHEN `+earlier+` THEN 0 ELSE 1 END)`, botID, conversationID, seq)
-		return r.s.fail(err, "turn")
-	}
-	var found bool
-	if err := r.s.queryRow(ctx, `SELECT `+earlier, botID, conversationID, seq).Scan(&found); err != nil {
-		return r.s.fail(err, "turn")
-	}
-	if found {
-		return store.ErrTurnBetween
-	}
-	return nil
+	return r.s.require(ctx, store.ErrTurnBetween, "turn",
+		`SELECT CASE WHEN EXISTS (SELECT 1 FROM turns WHERE bot_id = ? AND conversation_id = ? AND seq < ?) THEN 0 ELSE 1 END`,
+		botID, conversationID, seq)
 }

@@ -392,6 +392,25 @@ func (s *Store) fail(err error, what string) error {
 	return fmt.Errorf("%s: %w", what, err)
 }
 
+// require fails with err unless count, a query of one number, gives more
+// than zero. In a pipelined transaction (deferRows) it is written to fail
+// in the server instead (a division by zero, store.WithRequiredRow), so
+// that it needs no answer before the COMMIT.
+func (s *Store) require(ctx context.Context, err error, what, count string, args ...any) error {
+	if s.deferRows(ctx) {
+		_, qerr := s.exec(store.WithRequiredRow(ctx, err), `SELECT 1 / (`+count+`)`, args...)
+		return s.fail(qerr, what)
+	}
+	var n int
+	if qerr := s.queryRow(ctx, count, args...).Scan(&n); qerr != nil {
+		return s.fail(qerr, what)
+	}
+	if n == 0 {
+		return err
+	}
+	return nil
+}
+
 // commitFailed is the error of a failed COMMIT. A pipelined transaction's
 // queued statements go out with its COMMIT, so their errors come back
 // here: the driver's own (a fenced write, a conversation not found) as

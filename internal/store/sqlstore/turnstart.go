@@ -236,8 +236,7 @@ func (r states) RequireTurnStart(ctx context.Context, botID, userID, conversatio
 			args = append(args, st.scope, st.owner, string(st.data))
 		}
 	}
-	_, err := r.s.exec(store.WithRequiredRow(ctx, store.ErrStartChanged), `SELECT 1 / (`+q+`)`, args...)
-	return r.s.fail(err, "turn")
+	return r.s.require(ctx, store.ErrStartChanged, "turn", q, args...)
 }
 
 // sameStart compares two reads of a turn's start.
