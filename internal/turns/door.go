@@ -180,13 +180,8 @@ func (d *Door) wait(ctx context.Context) error {
 	}
 	d.mu.Unlock()
 
-	t := time.NewTimer(lineWait * bound)
-	defer t.Stop()
-	select {
-	case <-in:
+	if closedWithin(ctx, in, lineWait*bound) {
 		return nil
-	case <-t.C:
-	case <-ctx.Done():
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
