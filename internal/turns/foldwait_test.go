@@ -186,15 +186,29 @@ func TestFoldAloneKeepsTheOrder(t *testing.T) {
 		var f *foldFixture
 		bot := botFunc(func(ctx context.Context, in *turns.TurnInput, out turns.BotOutput) error {
 			if rec.add(in) == "slow" && len(rec.turns()) == 1+f.skip/2 {
-				f.storeEvent(t)                    // another writer's turn, before the message's
-				time.Sleep(150 * time.Millisecond) // past FoldWithin: the message commits alone
+				// Another writer's turn, stored before the message: FoldWithin
+				// is long enough that the message cannot have committed yet on
+				// a loaded machine (a 50 ms bound once let it commit first, and
+				// the test then checked nothing).
+				if len(f.texts(t)) != 0 {
+					t.Errorf("the message was committed before the other writer's turn: %q", f.texts(t))
+				}
+				f.storeEvent(t)
+				// Past FoldWithin the message commits alone; this turn goes on
+				// until it has, so that it completes after the event's turn.
+				for deadline := time.Now().Add(10 * time.Second); len(f.texts(t)) == 0; time.Sleep(5 * time.Millisecond) {
+					if time.Now().After(deadline) {
+						t.Errorf("the message was not committed alone past FoldWithin")
+						break
+					}
+				}
 			}
 			if in.Message == nil {
 				return nil
 			}
 			return echoText(ctx, in, out)
 		})
-		f = newFixture(turns.FoldableBot(bot), turns.DispatcherOptions{FoldWithin: 50 * time.Millisecond})
+		f = newFixture(turns.FoldableBot(bot), turns.DispatcherOptions{FoldWithin: 500 * time.Millisecond})
 		f.post(t, f.conv, "slow")
 		waitUntil(t, "every turn", func() bool { return f.pending(t) == 0 && len(f.texts(t)) == 2 })
 		time.Sleep(50 * time.Millisecond)
