@@ -369,6 +369,8 @@ func TestState(t *testing.T) {
   if (event.preview === 'big') state.conversation.big = 'x'.repeat(70000)
   if (event.preview === 'array') state.user = [1]
   if (event.preview === 'read') console.log(JSON.stringify(event.state))
+  if (event.preview === 'clear') { delete state.user.n; state.conversation = {} }
+  if (event.preview === 'inherited') state.user = Object.create({ n: 5 })
 })`
 	in := States{User: json.RawMessage(`{"n": 1}`), Conversation: json.RawMessage(`{"a":true}`)}
 	withStates := func(ti *TurnInput) { ti.States = in }
@@ -382,6 +384,20 @@ func TestState(t *testing.T) {
 	}
 	if !reflect.DeepEqual(res.States, States{}) {
 		t.Errorf("unchanged states reported: %+v", res.States)
+	}
+	// States left without a key (no JSON.stringify then, see finish in
+	// prelude.js): each is {} whether it changed or not.
+	res, _ = run(t, e, code, textEvent("clear"), withStates)
+	if string(res.States.User) != `{}` || string(res.States.Conversation) != `{}` || res.States.Bot != nil || res.Problem != nil {
+		t.Errorf("cleared states %s %s %s %v", res.States.User, res.States.Conversation, res.States.Bot, res.Problem)
+	}
+	res, _ = run(t, e, code, textEvent("clear"), func(ti *TurnInput) { ti.States = States{} })
+	if !reflect.DeepEqual(res.States, States{}) {
+		t.Errorf("no states, none kept: %+v", res.States)
+	}
+	res, _ = run(t, e, code, textEvent("inherited"), withStates)
+	if string(res.States.User) != `{}` || res.States.Conversation != nil || res.Problem != nil {
+		t.Errorf("inherited key: %s %s %v", res.States.User, res.States.Conversation, res.Problem)
 	}
 	res, _ = run(t, e, code, textEvent("big"), withStates)
 	if problem(res) != ProblemStateTooLarge || !reflect.DeepEqual(res.States, States{}) {
