@@ -123,10 +123,24 @@ func (w *Write) Run(ctx context.Context, tx Store) error {
 			return err
 		}
 	}
+	// Where the turn is numbered as the statement runs (not pipelined),
+	// a turn that Then may complete here is numbered first and stored
+	// only if Then does not run (storeTurn).
+	unstored := w.Then != nil && !w.noThen && w.Signal != nil && w.Turn != nil && !Pipelined(ctx)
+	thenCtx := ctx
+	if unstored {
+		thenCtx = WithUnstoredTurn(ctx, w.Turn)
+	}
+	storeTurn := func() error {
+		if !unstored {
+			return nil
+		}
+		return tx.Signals().EnqueueTurn(ctx, w.Turn) // numbered: stored as it is
+	}
 	var err error
 	switch {
 	case w.Signal != nil:
-		err = tx.Signals().AppendSignalTurn(ctx, w.Signal, w.Turn)
+		err = tx.Signals().AppendSignalTurn(thenCtx, w.Signal, w.Turn)
 	case w.Turn != nil:
 		err = tx.Signals().EnqueueTurn(ctx, w.Turn)
 	}
@@ -149,14 +163,17 @@ func (w *Write) Run(ctx context.Context, tx Store) error {
 		}
 		w.Turn.Seq, w.seqGiven = w.ThenSeq, true
 	} else if w.Turn.Seq != w.ThenSeq {
-		return nil
+		return storeTurn()
 	}
 	if w.ThenIf != nil {
 		if ok, err := w.ThenIf(ctx, tx); err != nil || !ok {
-			return err
+			if err != nil {
+				return err
+			}
+			return storeTurn()
 		}
 	}
-	if err := w.Then.Run(ctx, tx); err != nil {
+	if err := w.Then.Run(thenCtx, tx); err != nil {
 		return err
 	}
 	w.thenRan = true
@@ -211,6 +228,24 @@ func WithRequiredRow(ctx context.Context, err error) context.Context {
 func RequiredRow(ctx context.Context) error {
 	err, _ := ctx.Value(requiredRowKey{}).(error)
 	return err
+}
+
+type unstoredTurnKey struct{}
+
+// WithUnstoredTurn marks ctx's statements as those of a transaction that
+// numbers t without storing its row: AppendSignalTurn(…, t) takes t's
+// number only, and CompleteTurn of t deletes nothing. Write.Run's Then on
+// an engine that numbers a turn as its statement runs: the turn that Then
+// completes in the same transaction is stored only if Then does not run,
+// two statements a folded message does not pay for.
+func WithUnstoredTurn(ctx context.Context, t *model.Turn) context.Context {
+	return context.WithValue(ctx, unstoredTurnKey{}, t)
+}
+
+// UnstoredTurn is the turn given to WithUnstoredTurn, or nil.
+func UnstoredTurn(ctx context.Context) *model.Turn {
+	t, _ := ctx.Value(unstoredTurnKey{}).(*model.Turn)
+	return t
 }
 
 type returnedRowKey struct{}

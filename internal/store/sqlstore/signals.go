@@ -82,6 +82,9 @@ func (r signals) AppendSignalTurn(ctx context.Context, sg *model.Signal, t *mode
 	if t.Seq != 0 {
 		bump = 0
 	}
+	if store.UnstoredTurn(ctx) == t && !r.s.deferRows(ctx) {
+		return r.appendSignalNumberTurn(ctx, sg, t, bump)
+	}
 	return r.s.tx(ctx, func(s *Store) error {
 		var seq, tseq int64
 		const bumpBoth = `WITH c AS (
@@ -125,6 +128,39 @@ func (r signals) AppendSignalTurn(ctx context.Context, sg *model.Signal, t *mode
 				VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
 				t.BotID, t.ConversationID, tseq, t.Kind, t.RefID, t.UserID, t.Attempts, ms(t.CreatedAt)); err != nil {
 				return s.fail(err, "turn")
+			}
+		}
+		sg.Seq = seq
+		if t.Seq == 0 {
+			t.Seq = tseq
+		}
+		return nil
+	})
+}
+
+// appendSignalNumberTurn is AppendSignalTurn for a turn left unstored
+// (store.WithUnstoredTurn): the signal is stored, the turn only numbered.
+func (r signals) appendSignalNumberTurn(ctx context.Context, sg *model.Signal, t *model.Turn, bump int) error {
+	return r.s.tx(ctx, func(s *Store) error {
+		var seq, tseq int64
+		const bumpBoth = `UPDATE conversations SET last_seq = last_seq + 1, turn_seq = turn_seq + ?
+			WHERE bot_id = ? AND id = ? RETURNING last_seq, turn_seq`
+		if s.e.d.CTEWrites {
+			err := s.queryRow(ctx, `WITH c AS (`+bumpBoth+`),
+				sg AS (INSERT INTO signals (bot_id, conversation_id, seq, type, data, created_at)
+					SELECT ?, ?, last_seq, ?, ?, ? FROM c)
+				SELECT last_seq, turn_seq FROM c`,
+				bump, sg.BotID, sg.ConversationID, sg.BotID, sg.ConversationID, sg.Type, rawText(sg.Data), ms(sg.CreatedAt)).Scan(&seq, &tseq)
+			if err != nil {
+				return s.fail(err, "conversation")
+			}
+		} else {
+			if err := s.queryRow(ctx, bumpBoth, bump, sg.BotID, sg.ConversationID).Scan(&seq, &tseq); err != nil {
+				return s.fail(err, "conversation")
+			}
+			if _, err := s.exec(ctx, `INSERT INTO signals (bot_id, conversation_id, seq, type, data, created_at) VALUES (?, ?, ?, ?, ?, ?)`,
+				sg.BotID, sg.ConversationID, seq, sg.Type, rawText(sg.Data), ms(sg.CreatedAt)); err != nil {
+				return s.fail(err, "signal")
 			}
 		}
 		sg.Seq = seq
@@ -284,6 +320,9 @@ func (r signals) UnleasedPendingConversations(ctx context.Context, leasePrefix s
 // CompleteTurn is idempotent: completing a turn twice (say, after a
 // recovery) is not an error.
 func (r signals) CompleteTurn(ctx context.Context, botID, conversationID string, seq int64) error {
+	if t := store.UnstoredTurn(ctx); t != nil && t.BotID == botID && t.ConversationID == conversationID && t.Seq == seq {
+		return nil // never stored (store.WithUnstoredTurn)
+	}
 	_, err := r.s.exec(ctx, `DELETE FROM turns WHERE bot_id = ? AND conversation_id = ? AND seq = ?`, botID, conversationID, seq)
 	return r.s.fail(err, "turn")
 }

@@ -168,6 +168,44 @@ func testRequireFirstTurn(t *testing.T, db store.DB) {
 	ok(t, first(b.Seq))
 }
 
+// testUnstoredTurn checks store.WithUnstoredTurn, outside a pipelined
+// transaction: AppendSignalTurn numbers the marked turn (the next turn
+// follows it) and stores its signal, not its row; CompleteTurn of that
+// turn deletes nothing, while CompleteTurn of a stored turn still does.
+func testUnstoredTurn(t *testing.T, db store.DB) {
+	ctx := t.Context()
+	f := setup(t, db)
+	newUser(t, db, f.bot.ID, "u1")
+	newConv(t, db, f.bot.ID, "c1", "u1", 0)
+	stored := &model.Turn{BotID: f.bot.ID, ConversationID: "c1", Kind: model.TurnMessage, RefID: "a"}
+	ok(t, db.Signals().EnqueueTurn(ctx, stored))
+	held := &model.Turn{BotID: f.bot.ID, ConversationID: "c1", Kind: model.TurnMessage, RefID: "b"}
+	sig := &model.Signal{BotID: f.bot.ID, ConversationID: "c1", Type: model.SignalMessageCreated, Data: []byte(`{"m":"b"}`)}
+	ok(t, db.InTx(ctx, func(tx store.Store) error {
+		marked := store.WithUnstoredTurn(ctx, held)
+		if err := tx.Signals().AppendSignalTurn(marked, sig, held); err != nil {
+			return err
+		}
+		if err := tx.Signals().CompleteTurn(marked, f.bot.ID, "c1", held.Seq); err != nil {
+			return err
+		}
+		// The mark names one turn: another one's completion still deletes.
+		return tx.Signals().CompleteTurn(marked, f.bot.ID, "c1", stored.Seq)
+	}))
+	eq(t, "the unstored turn's number", held.Seq, stored.Seq+1)
+	pending, err := db.Signals().PendingTurns(ctx, f.bot.ID, "c1", 10)
+	ok(t, err)
+	eq(t, "pending turns", len(pending), 0)
+	sigs, err := db.Signals().SignalsAfter(ctx, f.bot.ID, "c1", 0, 10)
+	ok(t, err)
+	if len(sigs) != 1 || sigs[0].Seq != sig.Seq || string(sigs[0].Data) != `{"m":"b"}` {
+		t.Fatalf("signals = %+v, want the marked write's", sigs)
+	}
+	next := &model.Turn{BotID: f.bot.ID, ConversationID: "c1", Kind: model.TurnMessage, RefID: "c"}
+	ok(t, db.Signals().EnqueueTurn(ctx, next))
+	eq(t, "the next turn's number", next.Seq, held.Seq+1)
+}
+
 // testWriteThen checks Write.Then through the engine's Committer: it
 // completes the write's turn in the same transaction when the turn got
 // ThenSeq, its signals following the write's; when another turn came in
@@ -264,10 +302,12 @@ func testWriteThen(t *testing.T, db store.DB) {
 		asked := false
 		w.ThenIf = func(ctx context.Context, tx store.Store) (bool, error) {
 			asked = true
-			// It reads in the transaction: the message's turn is there.
+			// It reads in the transaction: the message's turn is numbered
+			// (its row is stored only if Then does not run, where the
+			// engine numbers it as the write runs: store.WithUnstoredTurn).
 			idle, err := tx.States().GetIdleTurn(ctx, f.bot.ID, "u1", "c1")
-			if err == nil && (idle.Idle || idle.TurnSeq != seq) {
-				t.Errorf("%s: ThenIf read %+v, want the message's turn %d pending", tc.name, idle, seq)
+			if err == nil && idle.TurnSeq != seq {
+				t.Errorf("%s: ThenIf read %+v, want the message's turn %d numbered", tc.name, idle, seq)
 			}
 			return tc.answer, tc.err
 		}
