@@ -97,10 +97,14 @@ const maxStmts = 512
 
 // Store implements store.Store on a database or inside a transaction.
 type Store struct {
-	e    *engine
-	q    querier
-	tx_  *sql.Tx // when inTx
-	inTx bool
+	e   *engine
+	q   querier
+	tx_ *sql.Tx // when inTx
+	// txStmts are the cached statements bound to tx_, each bound once per
+	// transaction: a group commit's batch runs the same few statements for
+	// each of its writes, and each binding allocates and locks.
+	txStmts map[string]*sql.Stmt
+	inTx    bool
 	// nocache runs queries unprepared (migrations: DDL, run once).
 	nocache bool
 }
@@ -308,9 +312,17 @@ func (s *Store) stmt(ctx context.Context, q string) *sql.Stmt {
 	}
 	st := v.(*sql.Stmt)
 	if s.tx_ != nil {
+		if bound := s.txStmts[q]; bound != nil {
+			return bound
+		}
 		// Reuses the statement prepared on the transaction's connection
 		// (preparing it there the first time).
-		return s.tx_.StmtContext(ctx, st)
+		bound := s.tx_.StmtContext(ctx, st)
+		if s.txStmts == nil {
+			s.txStmts = make(map[string]*sql.Stmt, 16)
+		}
+		s.txStmts[q] = bound
+		return bound
 	}
 	return st
 }
