@@ -126,14 +126,31 @@ func (w *Write) Run(ctx context.Context, tx Store) error {
 	// Where the turn is numbered as the statement runs (not pipelined),
 	// a turn that Then may complete here is numbered first and stored
 	// only if Then does not run (storeTurn).
+	// Then's signals are numbered with the write's own, when nothing of
+	// the write's comes between (no More).
 	unstored := w.Then != nil && !w.noThen && w.Signal != nil && w.Turn != nil && !Pipelined(ctx)
 	thenCtx := ctx
+	var ahead *SignalsAhead
 	if unstored {
 		thenCtx = WithUnstoredTurn(ctx, w.Turn)
+		if n := w.Then.signalCount(); n > 0 && len(w.More) == 0 {
+			ahead = &SignalsAhead{Want: n}
+			thenCtx = WithSignalsAhead(thenCtx, ahead)
+		}
+	}
+	giveBack := func() error {
+		if n := ahead.Left(); n > 0 {
+			ref := w.Conversation()
+			return tx.Signals().GiveBackSignals(ctx, ref.BotID, ref.ConversationID, n)
+		}
+		return nil
 	}
 	storeTurn := func() error {
 		if !unstored {
 			return nil
+		}
+		if err := giveBack(); err != nil {
+			return err
 		}
 		return tx.Signals().EnqueueTurn(ctx, w.Turn) // numbered: stored as it is
 	}
@@ -177,7 +194,19 @@ func (w *Write) Run(ctx context.Context, tx Store) error {
 		return err
 	}
 	w.thenRan = true
-	return nil
+	return giveBack()
+}
+
+// signalCount is how many signals Run appends besides those of Apply.
+func (w *Write) signalCount() int {
+	n := len(w.More)
+	if w.Signal != nil {
+		n++
+	}
+	if w.Then != nil {
+		n += w.Then.signalCount()
+	}
+	return n
 }
 
 // AfterCommit is told of every committed write, in commit order: it
@@ -246,6 +275,43 @@ func WithUnstoredTurn(ctx context.Context, t *model.Turn) context.Context {
 func UnstoredTurn(ctx context.Context) *model.Turn {
 	t, _ := ctx.Value(unstoredTurnKey{}).(*model.Turn)
 	return t
+}
+
+// SignalsAhead are signal numbers a transaction takes ahead, with the
+// number of an earlier signal of the same conversation, for signals it may
+// append later (Write.Run: the signals of a Then, taken with its write's
+// own): the conversation's row is updated once instead of once more for
+// Then. Numbers not used are given back (Signals.GiveBackSignals), so the
+// log stays gapless.
+type SignalsAhead struct {
+	Want int // how many to take
+	// What was taken: the conversation, the next number to use and the
+	// last (Next 0: none taken yet).
+	BotID, ConversationID string
+	Next, End             int64
+}
+
+// Left is how many numbers taken ahead are still unused.
+func (a *SignalsAhead) Left() int64 {
+	if a == nil || a.Next == 0 {
+		return 0
+	}
+	return a.End - a.Next + 1
+}
+
+type signalsAheadKey struct{}
+
+// WithSignalsAhead marks ctx's statements with a: the first
+// AppendSignalTurn of a turn marked by WithUnstoredTurn takes a.Want
+// numbers more, and AppendSignal uses them, in order, while some are left.
+func WithSignalsAhead(ctx context.Context, a *SignalsAhead) context.Context {
+	return context.WithValue(ctx, signalsAheadKey{}, a)
+}
+
+// SignalsAheadOf is the SignalsAhead given to WithSignalsAhead, or nil.
+func SignalsAheadOf(ctx context.Context) *SignalsAhead {
+	a, _ := ctx.Value(signalsAheadKey{}).(*SignalsAhead)
+	return a
 }
 
 type returnedRowKey struct{}

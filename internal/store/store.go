@@ -281,6 +281,10 @@ type Signals interface {
 	// before the COMMIT: a Write's Then there, whose turn is numbered only
 	// at the commit (Write.Run).
 	RequireLastTurn(ctx context.Context, botID, conversationID string, seq int64) error
+	// GiveBackSignals gives back the conversation's last n signal
+	// numbers, taken ahead and not used in this transaction
+	// (SignalsAhead).
+	GiveBackSignals(ctx context.Context, botID, conversationID string, n int64) error
 	// RequireFirstTurn fails with ErrTurnBetween when a turn of the
 	// conversation numbered before seq is pending: the turn seq must not
 	// complete before it. Pipelined, as RequireLastTurn.

@@ -31,6 +31,17 @@ func (s *Store) deferRows(ctx context.Context) bool {
 // numbers have no gaps.
 func (r signals) AppendSignal(ctx context.Context, sg *model.Signal) error {
 	stamp(&sg.CreatedAt, model.Now())
+	if a := store.SignalsAheadOf(ctx); a.Left() > 0 && a.BotID == sg.BotID && a.ConversationID == sg.ConversationID && !r.s.deferRows(ctx) {
+		// A number taken ahead with an earlier signal of this transaction.
+		_, err := r.s.exec(ctx, `INSERT INTO signals (bot_id, conversation_id, seq, type, data, created_at) VALUES (?, ?, ?, ?, ?, ?)`,
+			sg.BotID, sg.ConversationID, a.Next, sg.Type, rawText(sg.Data), ms(sg.CreatedAt))
+		if err != nil {
+			return r.s.fail(err, "signal")
+		}
+		sg.Seq = a.Next
+		a.Next++
+		return nil
+	}
 	return r.s.tx(ctx, func(s *Store) error {
 		var seq int64
 		const bump = `WITH c AS (
@@ -139,23 +150,29 @@ func (r signals) AppendSignalTurn(ctx context.Context, sg *model.Signal, t *mode
 }
 
 // appendSignalNumberTurn is AppendSignalTurn for a turn left unstored
-// (store.WithUnstoredTurn): the signal is stored, the turn only numbered.
+// (store.WithUnstoredTurn): the signal is stored, the turn only numbered,
+// and the numbers asked for by store.WithSignalsAhead taken after sg's.
 func (r signals) appendSignalNumberTurn(ctx context.Context, sg *model.Signal, t *model.Turn, bump int) error {
+	var more int64
+	a := store.SignalsAheadOf(ctx)
+	if a != nil && a.Next == 0 {
+		more = int64(a.Want)
+	}
 	return r.s.tx(ctx, func(s *Store) error {
 		var seq, tseq int64
-		const bumpBoth = `UPDATE conversations SET last_seq = last_seq + 1, turn_seq = turn_seq + ?
-			WHERE bot_id = ? AND id = ? RETURNING last_seq, turn_seq`
+		const bumpBoth = `UPDATE conversations SET last_seq = last_seq + 1 + ?, turn_seq = turn_seq + ?
+			WHERE bot_id = ? AND id = ? RETURNING last_seq - ? AS seq, turn_seq`
 		if s.e.d.CTEWrites {
 			err := s.queryRow(ctx, `WITH c AS (`+bumpBoth+`),
 				sg AS (INSERT INTO signals (bot_id, conversation_id, seq, type, data, created_at)
-					SELECT ?, ?, last_seq, ?, ?, ? FROM c)
-				SELECT last_seq, turn_seq FROM c`,
-				bump, sg.BotID, sg.ConversationID, sg.BotID, sg.ConversationID, sg.Type, rawText(sg.Data), ms(sg.CreatedAt)).Scan(&seq, &tseq)
+					SELECT ?, ?, seq, ?, ?, ? FROM c)
+				SELECT seq, turn_seq FROM c`,
+				more, bump, sg.BotID, sg.ConversationID, more, sg.BotID, sg.ConversationID, sg.Type, rawText(sg.Data), ms(sg.CreatedAt)).Scan(&seq, &tseq)
 			if err != nil {
 				return s.fail(err, "conversation")
 			}
 		} else {
-			if err := s.queryRow(ctx, bumpBoth, bump, sg.BotID, sg.ConversationID).Scan(&seq, &tseq); err != nil {
+			if err := s.queryRow(ctx, bumpBoth, more, bump, sg.BotID, sg.ConversationID, more).Scan(&seq, &tseq); err != nil {
 				return s.fail(err, "conversation")
 			}
 			if _, err := s.exec(ctx, `INSERT INTO signals (bot_id, conversation_id, seq, type, data, created_at) VALUES (?, ?, ?, ?, ?, ?)`,
@@ -167,8 +184,17 @@ func (r signals) appendSignalNumberTurn(ctx context.Context, sg *model.Signal, t
 		if t.Seq == 0 {
 			t.Seq = tseq
 		}
+		if more > 0 {
+			a.BotID, a.ConversationID, a.Next, a.End = sg.BotID, sg.ConversationID, seq+1, seq+more
+		}
 		return nil
 	})
+}
+
+// GiveBackSignals implements store.Signals.
+func (r signals) GiveBackSignals(ctx context.Context, botID, conversationID string, n int64) error {
+	return r.s.execOne(ctx, "conversation", `UPDATE conversations SET last_seq = last_seq - ? WHERE bot_id = ? AND id = ?`,
+		n, botID, conversationID)
 }
 
 func (r signals) RedactMessageSignal(ctx context.Context, botID, conversationID, messageID, typ string, data json.RawMessage) error {

@@ -172,6 +172,7 @@ func testRequireFirstTurn(t *testing.T, db store.DB) {
 // transaction: AppendSignalTurn numbers the marked turn (the next turn
 // follows it) and stores its signal, not its row; CompleteTurn of that
 // turn deletes nothing, while CompleteTurn of a stored turn still does.
+// Then store.WithSignalsAhead.
 func testUnstoredTurn(t *testing.T, db store.DB) {
 	ctx := t.Context()
 	f := setup(t, db)
@@ -204,6 +205,36 @@ func testUnstoredTurn(t *testing.T, db store.DB) {
 	next := &model.Turn{BotID: f.bot.ID, ConversationID: "c1", Kind: model.TurnMessage, RefID: "c"}
 	ok(t, db.Signals().EnqueueTurn(ctx, next))
 	eq(t, "the next turn's number", next.Seq, held.Seq+1)
+
+	// Signal numbers taken ahead: used in order by the conversation's
+	// signals (not another conversation's), the rest given back.
+	newConv(t, db, f.bot.ID, "c2", "u1", 0)
+	ahead := &store.SignalsAhead{Want: 3}
+	held = &model.Turn{BotID: f.bot.ID, ConversationID: "c1", Kind: model.TurnMessage, RefID: "d"}
+	first := &model.Signal{BotID: f.bot.ID, ConversationID: "c1", Type: model.SignalMessageCreated, Data: []byte(`{}`)}
+	inAhead := &model.Signal{BotID: f.bot.ID, ConversationID: "c1", Type: model.SignalMessageCreated, Data: []byte(`{}`)}
+	other := &model.Signal{BotID: f.bot.ID, ConversationID: "c2", Type: model.SignalMessageCreated, Data: []byte(`{}`)}
+	ok(t, db.InTx(ctx, func(tx store.Store) error {
+		marked := store.WithSignalsAhead(store.WithUnstoredTurn(ctx, held), ahead)
+		if err := tx.Signals().AppendSignalTurn(marked, first, held); err != nil {
+			return err
+		}
+		if err := tx.Signals().AppendSignal(marked, other); err != nil {
+			return err
+		}
+		if err := tx.Signals().AppendSignal(marked, inAhead); err != nil {
+			return err
+		}
+		if n := ahead.Left(); n != 2 {
+			t.Errorf("numbers left = %d, want 2", n)
+		}
+		return tx.Signals().GiveBackSignals(ctx, f.bot.ID, "c1", ahead.Left())
+	}))
+	eq(t, "the signal after the first", inAhead.Seq, first.Seq+1)
+	eq(t, "another conversation's signal", other.Seq, int64(1))
+	after := &model.Signal{BotID: f.bot.ID, ConversationID: "c1", Type: model.SignalMessageCreated, Data: []byte(`{}`)}
+	ok(t, db.Signals().AppendSignal(ctx, after))
+	eq(t, "the number after those given back", after.Seq, inAhead.Seq+1)
 }
 
 // testWriteThen checks Write.Then through the engine's Committer: it
@@ -337,4 +368,16 @@ func testWriteThen(t *testing.T, db store.DB) {
 			ok(t, db.Signals().CompleteTurn(ctx, f.bot.ID, "c1", w.Turn.Seq))
 		}
 	}
+	// Whether Then ran or not, the log has no gap (numbers taken ahead for
+	// a Then that did not run were given back: store.SignalsAhead).
+	sigs, err = db.Signals().SignalsAfter(ctx, f.bot.ID, "c1", 0, 100)
+	ok(t, err)
+	for i, sg := range sigs {
+		if sg.Seq != int64(i+1) {
+			t.Fatalf("signal %d has number %d: a gap in %d signals", i, sg.Seq, len(sigs))
+		}
+	}
+	last := &model.Signal{BotID: f.bot.ID, ConversationID: "c1", Type: model.SignalMessageCreated, Data: []byte(`{}`)}
+	ok(t, db.Signals().AppendSignal(ctx, last))
+	eq(t, "the next signal's number", last.Seq, int64(len(sigs)+1))
 }
