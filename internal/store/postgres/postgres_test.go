@@ -117,6 +117,8 @@ func BenchmarkTurnStart(b *testing.B) { storetest.BenchTurnStart(b, testdb.Postg
 // 32 writers (storetest.BenchCommit).
 func BenchmarkCommit(b *testing.B) { storetest.BenchCommit(b, testdb.Postgres(b)) }
 
+func BenchmarkCommitFolded(b *testing.B) { storetest.BenchCommitFolded(b, testdb.Postgres(b)) }
+
 func BenchmarkListMessages(b *testing.B) { storetest.BenchListMessages(b, testdb.Postgres(b)) }
 
 func BenchmarkSignalsAfter(b *testing.B) { storetest.BenchSignalsAfter(b, testdb.Postgres(b)) }

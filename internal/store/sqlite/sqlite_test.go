@@ -169,6 +169,8 @@ func BenchmarkTurnStart(b *testing.B) { storetest.BenchTurnStart(b, testdb.SQLit
 // 32 writers (storetest.BenchCommit).
 func BenchmarkCommit(b *testing.B) { storetest.BenchCommit(b, testdb.SQLite(b)) }
 
+func BenchmarkCommitFolded(b *testing.B) { storetest.BenchCommitFolded(b, testdb.SQLite(b)) }
+
 func BenchmarkListMessages(b *testing.B) { storetest.BenchListMessages(b, testdb.SQLite(b)) }
 
 func BenchmarkSignalsAfter(b *testing.B) { storetest.BenchSignalsAfter(b, testdb.SQLite(b)) }

@@ -141,6 +141,66 @@ func BenchCommit(b *testing.B, db store.DB) {
 	})
 }
 
+// BenchCommitFolded is BenchCommit with the fold (turns.Dispatcher.Fold):
+// the message and its turn's completion in one write (Write.Then), as the
+// chat pipeline commits a message its bot answered at once. One op is one
+// message and its reply.
+func BenchCommitFolded(b *testing.B, db store.DB) {
+	ctx, bot, must := benchBot(b, db)
+	chat := db.Chat()
+	const writers = 32
+	for i := range writers {
+		id := "c" + string(rune('A'+i))
+		must(chat.CreateUser(ctx, &model.ChatUser{BotID: bot.ID, ID: id, Name: "user"}))
+		must(chat.CreateConversation(ctx, &model.Conversation{BotID: bot.ID, ID: id, OwnerID: id, CreatedAt: at(0)}))
+	}
+	committer := db.NewCommitter(nil)
+	var next atomic.Int64
+	b.SetParallelism((writers + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0))
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		conv := "c" + string(rune('A'+next.Add(1)-1))
+		rctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		var last int64 // the conversation's last turn
+		for pb.Next() {
+			m := &model.Message{BotID: bot.ID, ConversationID: conv, UserID: conv, Direction: model.DirectionIncoming,
+				Payload: json.RawMessage(`{"type":"text","text":"hi"}`)}
+			turn := &model.Turn{BotID: bot.ID, ConversationID: conv, Kind: model.TurnMessage, UserID: conv}
+			reply := &model.Message{BotID: bot.ID, ConversationID: conv, UserID: bot.ID, Direction: model.DirectionOutgoing,
+				Payload: json.RawMessage(`{"type":"text","text":"echo hi"}`)}
+			w := &store.Write{Local: true,
+				Apply: func(ctx context.Context, tx store.Store) error {
+					turn.RefID = m.ID
+					return tx.Chat().CreateMessage(ctx, m)
+				},
+				Signal: &model.Signal{BotID: bot.ID, ConversationID: conv, Type: model.SignalMessageCreated, Data: json.RawMessage(`{}`)},
+				Turn:   turn,
+				Then: &store.Write{Local: true, Ref: model.ConversationRef{BotID: bot.ID, ConversationID: conv},
+					Apply: func(ctx context.Context, tx store.Store) error {
+						if err := tx.Chat().CreateMessage(ctx, reply); err != nil {
+							return err
+						}
+						if err := tx.Activity().RecordTurn(ctx, &model.TurnRun{BotID: bot.ID, ConversationID: conv, Seq: turn.Seq, RanAt: at(3)}); err != nil {
+							return err
+						}
+						return tx.Signals().CompleteTurn(ctx, bot.ID, conv, turn.Seq)
+					},
+					More: []*model.Signal{{BotID: bot.ID, ConversationID: conv, Type: model.SignalMessageCreated, Data: json.RawMessage(`{}`)}},
+				},
+				ThenSeq: last + 1,
+			}
+			if err := committer.Commit(rctx, w); err != nil {
+				b.Fatal(err)
+			}
+			if !w.ThenRan() {
+				b.Fatal("the turn was not completed with its message")
+			}
+			last = turn.Seq
+		}
+	})
+}
+
 // BenchListMessages measures a page of a conversation's latest messages
 // (Chat API listMessages, the webchat's history), 20 of 60.
 func BenchListMessages(b *testing.B, db store.DB) {
