@@ -19,7 +19,8 @@ import (
 )
 
 // Dialect is SQLite's sqlstore dialect.
-var Dialect = sqlstore.Dialect{Name: "sqlite", Classify: classify, Transient: transient, CacheStatements: true, LiteralLimits: true}
+var Dialect = sqlstore.Dialect{Name: "sqlite", Classify: classify, Transient: transient, CacheStatements: true, LiteralLimits: true,
+	PinnedBegin: "BEGIN IMMEDIATE"}
 
 // Open opens (creating if needed) the database file at path and migrates it.
 //

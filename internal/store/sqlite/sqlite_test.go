@@ -228,3 +228,66 @@ func TestTransient(t *testing.T) {
 	storetest.CheckTransient(t, db, db.(*sqlite.DB).SQL(), []storetest.TransientCase{
 		{Name: "locked", Err: testdb.Unavailable(t, "sqlite"), Want: true}})
 }
+
+// TestPinnedTx checks the writer's transaction on its pinned connection,
+// begun and ended by statements (sqlstore.Dialect.PinnedBegin): a failed
+// or panicking function leaves nothing written, the connection goes on
+// serving the next transaction, and a committed one is seen by others.
+func TestPinnedTx(t *testing.T) {
+	db := testdb.SQLite(t).(*sqlite.DB)
+	ctx := t.Context()
+	a := &model.Account{Email: "pinned@example.com"}
+	if err := db.Accounts().Create(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	w := &model.Workspace{Name: "pinned", OwnerID: a.ID, CreatedAt: time.Now()}
+	if err := db.Workspaces().Create(ctx, w); err != nil {
+		t.Fatal(err)
+	}
+	bot := &model.Bot{WorkspaceID: w.ID, Name: "pinned", Type: model.DefaultBotType, CreatedAt: time.Now(), UpdatedAt: time.Now()}
+	write := func(id string, then func() error) error {
+		return db.InPinnedTx(ctx, func(tx store.Store) error {
+			if err := tx.Chat().CreateUser(ctx, &model.ChatUser{BotID: bot.ID, ID: id, Name: id}); err != nil {
+				return err
+			}
+			return then()
+		})
+	}
+	exists := func(id string) bool {
+		_, err := db.Chat().GetUser(ctx, bot.ID, id)
+		if err != nil && !model.IsNotFound(err) {
+			t.Fatal(err)
+		}
+		return err == nil
+	}
+	if err := db.Bots().Create(ctx, bot); err != nil {
+		t.Fatal(err)
+	}
+	failed := fmt.Errorf("refused")
+	if err := write("a", func() error { return failed }); err != failed {
+		t.Fatalf("failed function: err = %v", err)
+	}
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Fatal("the panic was not passed on")
+			}
+		}()
+		_ = write("b", func() error { panic("boom") })
+	}()
+	// A statement that fails inside the transaction: a taken key.
+	if err := write("c", func() error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if err := write("c", func() error { return nil }); err == nil {
+		t.Fatal("a taken key was written")
+	}
+	if err := write("d", func() error { return nil }); err != nil {
+		t.Fatalf("after a failed statement: %v", err)
+	}
+	for id, want := range map[string]bool{"a": false, "b": false, "c": true, "d": true} {
+		if got := exists(id); got != want {
+			t.Errorf("user %s stored: %v, want %v", id, got, want)
+		}
+	}
+}

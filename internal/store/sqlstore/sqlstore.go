@@ -62,6 +62,10 @@ type Dialect struct {
 	// that a required row's statement fails with a division by zero when
 	// it finds none.
 	DeferredRows bool
+	// PinnedBegin, when set, is the statement that begins InPinnedTx's
+	// transactions on the pinned connection, which then runs without a
+	// database/sql Tx (SQLite's "BEGIN IMMEDIATE"); empty: a Tx.
+	PinnedBegin string
 	// Committer, when set, is the engine's store.Committer (NewCommitter);
 	// nil: each write in a transaction of its own.
 	Committer func(db *DB, after store.AfterCommit) store.Committer
@@ -86,8 +90,9 @@ type engine struct {
 	closed    bool           // under bgMu
 	nstmts    atomic.Int32
 
-	pinMu  sync.Mutex // serialises InPinnedTx; guards pinned
-	pinned *sql.Conn  // InPinnedTx's connection, opened on first use
+	pinMu       sync.Mutex           // serialises InPinnedTx; guards pinned and pinnedStmts
+	pinned      *sql.Conn            // InPinnedTx's connection, opened on first use
+	pinnedStmts map[string]*sql.Stmt // statements prepared on pinned (Dialect.PinnedBegin)
 }
 
 // maxStmts bounds the statement cache: queries are a fixed set of
@@ -105,6 +110,10 @@ type Store struct {
 	// each of its writes, and each binding allocates and locks.
 	txStmts map[string]*sql.Stmt
 	inTx    bool
+	// pinned is set in InPinnedTx's transaction begun by a statement
+	// (Dialect.PinnedBegin): q is the pinned connection, whose statements
+	// are prepared on it (engine.pinnedStmts).
+	pinned bool
 	// nocache runs queries unprepared (migrations: DDL, run once).
 	nocache bool
 }
@@ -150,10 +159,7 @@ func (db *DB) Close() error {
 	db.e.bgMu.Unlock()
 	db.e.bg.Wait() // no connection opens behind Close
 	db.e.pinMu.Lock()
-	if db.e.pinned != nil {
-		_ = db.e.pinned.Close()
-		db.e.pinned = nil
-	}
+	db.e.dropPinned()
 	db.e.pinMu.Unlock()
 	db.e.stmts.Range(func(k, v any) bool {
 		_ = v.(*sql.Stmt).Close()
@@ -202,51 +208,6 @@ func (s *Store) InTx(ctx context.Context, fn func(tx store.Store) error) (err er
 	return nil
 }
 
-// InPinnedTx is InTx on one connection kept for it, calls running one at
-// a time: a single writer that always uses the same connection keeps that
-// connection's page cache warm (SQLite discards a connection's cache when
-// another connection wrote since its last transaction) and its statements
-// prepared. For the group commit's writer.
-func (db *DB) InPinnedTx(ctx context.Context, fn func(tx store.Store) error) (err error) {
-	e := db.e
-	e.pinMu.Lock()
-	defer e.pinMu.Unlock()
-	e.bgMu.Lock()
-	closed := e.closed
-	e.bgMu.Unlock()
-	if closed {
-		return db.InTx(ctx, fn) // fails as the database is closed
-	}
-	if e.pinned == nil {
-		c, err := e.db.Conn(ctx)
-		if err != nil {
-			return fmt.Errorf("begin: %w", err)
-		}
-		e.pinned = c
-	}
-	tx, err := e.pinned.BeginTx(ctx, nil)
-	if err != nil {
-		// A broken connection: drop it, the next call opens another.
-		_ = e.pinned.Close()
-		e.pinned = nil
-		return fmt.Errorf("begin: %w", err)
-	}
-	defer func() {
-		if p := recover(); p != nil {
-			_ = tx.Rollback()
-			panic(p)
-		}
-	}()
-	if err := fn(&Store{e: e, q: tx, tx_: tx, inTx: true, nocache: db.nocache}); err != nil {
-		_ = tx.Rollback()
-		return err
-	}
-	if err := tx.Commit(); err != nil {
-		return (&Store{e: e}).commitFailed(err)
-	}
-	return nil
-}
-
 // tx runs fn in a transaction, typed for internal use.
 func (s *Store) tx(ctx context.Context, fn func(s *Store) error) error {
 	return s.InTx(ctx, func(tx store.Store) error { return fn(tx.(*Store)) })
@@ -282,6 +243,9 @@ func (s *Store) bind(q string) string {
 func (s *Store) stmt(ctx context.Context, q string) *sql.Stmt {
 	if !s.e.d.CacheStatements || s.nocache {
 		return nil
+	}
+	if s.pinned {
+		return s.e.pinnedStmt(ctx, q)
 	}
 	v, ok := s.e.stmts.Load(q)
 	if !ok {
