@@ -123,17 +123,19 @@ func (w *Write) Run(ctx context.Context, tx Store) error {
 			return err
 		}
 	}
-	// Where the turn is numbered as the statement runs (not pipelined),
-	// a turn that Then may complete here is numbered first and stored
-	// only if Then does not run (storeTurn).
-	// Then's signals are numbered with the write's own, when nothing of
-	// the write's comes between (no More).
-	unstored := w.Then != nil && !w.noThen && w.Signal != nil && w.Turn != nil && !Pipelined(ctx)
+	// A turn that Then may complete here is numbered first and stored
+	// only if Then does not run (storeTurn). Pipelined, a Then that does
+	// not run fails the transaction (RequireLastTurn, below), which the
+	// group commit runs again without Then (noThen): the turn is stored
+	// then. Where the turn is numbered as the statement runs (not
+	// pipelined), Then's signals are numbered with the write's own, when
+	// nothing of the write's comes between (no More).
+	unstored := w.Then != nil && !w.noThen && w.Signal != nil && w.Turn != nil
 	thenCtx := ctx
 	var ahead *SignalsAhead
 	if unstored {
 		thenCtx = WithUnstoredTurn(ctx, w.Turn)
-		if n := w.Then.signalCount(); n > 0 && len(w.More) == 0 {
+		if n := w.Then.signalCount(); n > 0 && len(w.More) == 0 && !Pipelined(ctx) {
 			ahead = &SignalsAhead{Want: n}
 			thenCtx = WithSignalsAhead(thenCtx, ahead)
 		}
@@ -263,10 +265,9 @@ type unstoredTurnKey struct{}
 
 // WithUnstoredTurn marks ctx's statements as those of a transaction that
 // numbers t without storing its row: AppendSignalTurn(…, t) takes t's
-// number only, and CompleteTurn of t deletes nothing. Write.Run's Then on
-// an engine that numbers a turn as its statement runs: the turn that Then
-// completes in the same transaction is stored only if Then does not run,
-// two statements a folded message does not pay for.
+// number only, and CompleteTurn of t deletes nothing. Write.Run's Then:
+// the turn that Then completes in the same transaction is stored only if
+// Then does not run, two statements a folded message does not pay for.
 func WithUnstoredTurn(ctx context.Context, t *model.Turn) context.Context {
 	return context.WithValue(ctx, unstoredTurnKey{}, t)
 }

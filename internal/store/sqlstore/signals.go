@@ -93,7 +93,7 @@ func (r signals) AppendSignalTurn(ctx context.Context, sg *model.Signal, t *mode
 	if t.Seq != 0 {
 		bump = 0
 	}
-	if store.UnstoredTurn(ctx) == t && !r.s.deferRows(ctx) {
+	if store.UnstoredTurn(ctx) == t {
 		return r.appendSignalNumberTurn(ctx, sg, t, bump)
 	}
 	return r.s.tx(ctx, func(s *Store) error {
@@ -151,7 +151,8 @@ func (r signals) AppendSignalTurn(ctx context.Context, sg *model.Signal, t *mode
 
 // appendSignalNumberTurn is AppendSignalTurn for a turn left unstored
 // (store.WithUnstoredTurn): the signal is stored, the turn only numbered,
-// and the numbers asked for by store.WithSignalsAhead taken after sg's.
+// and, not pipelined, the numbers asked for by store.WithSignalsAhead
+// taken after sg's.
 func (r signals) appendSignalNumberTurn(ctx context.Context, sg *model.Signal, t *model.Turn, bump int) error {
 	var more int64
 	a := store.SignalsAheadOf(ctx)
@@ -160,6 +161,21 @@ func (r signals) appendSignalNumberTurn(ctx context.Context, sg *model.Signal, t
 	}
 	return r.s.tx(ctx, func(s *Store) error {
 		var seq, tseq int64
+		if s.deferRows(ctx) { // the numbers are filled in when the statement ran
+			tdest := any(&t.Seq)
+			if t.Seq != 0 {
+				tdest = new(int64)
+			}
+			_, err := s.exec(store.WithReturnedRow(store.WithRequiredRow(ctx, model.NotFound("conversation")), &sg.Seq, tdest, new(int64)),
+				`WITH c AS (
+					UPDATE conversations SET last_seq = last_seq + 1, turn_seq = turn_seq + ?
+					WHERE bot_id = ? AND id = ? RETURNING bot_id, id, last_seq, turn_seq),
+				sg AS (INSERT INTO signals (bot_id, conversation_id, seq, type, data, created_at)
+					SELECT bot_id, id, last_seq, ?, ?, ? FROM c)
+				SELECT (SELECT last_seq FROM c), (SELECT turn_seq FROM c), 1 / (SELECT COUNT(*) FROM c)`,
+				bump, sg.BotID, sg.ConversationID, sg.Type, rawText(sg.Data), ms(sg.CreatedAt))
+			return s.fail(err, "conversation")
+		}
 		const bumpBoth = `UPDATE conversations SET last_seq = last_seq + 1 + ?, turn_seq = turn_seq + ?
 			WHERE bot_id = ? AND id = ? RETURNING last_seq - ? AS seq, turn_seq`
 		if s.e.d.CTEWrites {

@@ -334,8 +334,8 @@ func testWriteThen(t *testing.T, db store.DB) {
 		w.ThenIf = func(ctx context.Context, tx store.Store) (bool, error) {
 			asked = true
 			// It reads in the transaction: the message's turn is numbered
-			// (its row is stored only if Then does not run, where the
-			// engine numbers it as the write runs: store.WithUnstoredTurn).
+			// (its row is stored only if Then does not run:
+			// store.WithUnstoredTurn).
 			idle, err := tx.States().GetIdleTurn(ctx, f.bot.ID, "u1", "c1")
 			if err == nil && idle.TurnSeq != seq {
 				t.Errorf("%s: ThenIf read %+v, want the message's turn %d numbered", tc.name, idle, seq)
