@@ -26,7 +26,7 @@ func (h *fakeHost) Call(ctx context.Context, op string, input map[string]any) (m
 	return map[string]any{"op": op, "input": input}, nil
 }
 
-func (h *fakeHost) CreateMessage(ctx context.Context, conv string, payload, metadata map[string]any, tags map[string]string) (map[string]any, error) {
+func (h *fakeHost) CreateMessage(ctx context.Context, conv string, payload, metadata map[string]any, tags map[string]string) (func() map[string]any, error) {
 	if t, _ := payload["type"].(string); t == "" {
 		return nil, model.Invalid("payload.type is required")
 	}
@@ -38,7 +38,7 @@ func (h *fakeHost) CreateMessage(ctx context.Context, conv string, payload, meta
 		m["metadata"] = metadata
 	}
 	h.messages = append(h.messages, m)
-	return m, nil
+	return func() map[string]any { return m }, nil
 }
 
 func (h *fakeHost) CreateEvent(ctx context.Context, conv string, payload map[string]any) (map[string]any, error) {

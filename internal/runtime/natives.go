@@ -318,11 +318,29 @@ func (in *instance) nativeCreateMessage(call goja.FunctionCall) goja.Value {
 	if !in.countCall() {
 		return goja.Undefined()
 	}
-	msg, err := t.in.Host.CreateMessage(t.ctx, conv, payload, metadata, tags)
+	build, err := t.in.Host.CreateMessage(t.ctx, conv, payload, metadata, tags)
 	if err != nil {
 		return in.hostError(err)
 	}
-	return in.toJS(msg)
+	return in.createdGetter(build)
+}
+
+// createdGetter is the getter of the message property of what
+// client.createMessage resolves to (created, in prelude.js): it builds the
+// message on its first read, and leaves it there as a plain property.
+// Building it takes two conversions (the stored JSON to Go, Go to JS), a
+// tenth of an echo bot's turn, for a value most bots never read.
+func (in *instance) createdGetter(build func() map[string]any) goja.Value {
+	var msg goja.Value
+	return in.vm.ToValue(func(call goja.FunctionCall) goja.Value {
+		if msg == nil {
+			msg = in.toJS(build())
+		}
+		if o, ok := call.This.(*goja.Object); ok {
+			_ = o.DefineDataProperty("message", msg, goja.FLAG_TRUE, goja.FLAG_TRUE, goja.FLAG_TRUE)
+		}
+		return msg
+	})
 }
 
 func (in *instance) nativeCreateEvent(call goja.FunctionCall) goja.Value {

@@ -98,7 +98,19 @@
       if (isThenable(res)) res = await res;
       if (res && res.drop === true) return { message: null };
     }
-    return { message: native.createMessage(conversationId, ev.payload, r.metadata, r.tags) };
+    return created(native.createMessage(conversationId, ev.payload, r.metadata, r.tags));
+  }
+
+  // created is what client.createMessage resolves to: { message }, whose
+  // message is built on its first read (get, from native.createMessage),
+  // which leaves it a plain property, as an assignment does.
+  function created(get) {
+    var r = {};
+    defineProperty(r, 'message', { get: get, set: setCreated, enumerable: true, configurable: true });
+    return r;
+  }
+  function setCreated(v) {
+    defineProperty(this, 'message', { value: v, writable: true, enumerable: true, configurable: true });
   }
 
   function makeClient(inHook) {
@@ -110,7 +122,7 @@
           if (inHook) throw new Err('client.createMessage cannot be called from a before_outgoing_message hook');
           var conversationId = convId(r, ctx);
           if (hooks.before_outgoing_message.length > 0) return sendWithHooks(ctx, conversationId, r);
-          return resolved({ message: native.createMessage(conversationId, r.payload, r.metadata, r.tags) });
+          return resolved(created(native.createMessage(conversationId, r.payload, r.metadata, r.tags)));
         } catch (e) {
           return rejected(e);
         }

@@ -726,10 +726,10 @@ type sliceHost struct {
 	msgs []map[string]any
 }
 
-func (h *sliceHost) CreateMessage(ctx context.Context, conv string, payload, metadata map[string]any, tags map[string]string) (map[string]any, error) {
+func (h *sliceHost) CreateMessage(ctx context.Context, conv string, payload, metadata map[string]any, tags map[string]string) (func() map[string]any, error) {
 	m := map[string]any{"id": "m", "createdAt": "2025-03-01T10:00:00.000Z", "payload": payload, "userId": "bot", "conversationId": conv}
 	h.msgs = append(h.msgs, m)
-	return m, nil
+	return func() map[string]any { return m }, nil
 }
 
 // TestTurnPaths covers the prelude's synchronous path (no thenable returned),
@@ -890,5 +890,37 @@ func TestClientRuntimeOperations(t *testing.T) {
 	want := []string{"setState n 1", "v", "ResourceNotFound", "undefined true"}
 	if got := messages(res); !slices.Equal(got, want) || res.Problem != nil {
 		t.Errorf("logs %q, want %q (problem %v)", got, want, res.Problem)
+	}
+}
+
+// TestCreatedMessage: what client.createMessage resolves to shows its
+// message as a plain property would, although the message is built only
+// when read (instance.createdGetter): the same object on every read,
+// enumerable (keys, JSON, spread), replaceable by assignment in strict
+// code, built again for no one.
+func TestCreatedMessage(t *testing.T) {
+	e := New(Options{})
+	code := `'use strict'
+bot.on.message('*', async ({client}) => {
+  const r = await client.createMessage({payload: {type: 'text', text: 'hi'}})
+  console.log(Object.keys(r).join(','), typeof Object.getOwnPropertyDescriptor(r, 'message').get)
+  const m = r.message
+  console.log(m === r.message, m.id, m.payload.text, typeof Object.getOwnPropertyDescriptor(r, 'message').get)
+  console.log(JSON.stringify({...r}) === JSON.stringify(r), JSON.stringify(r).includes('"text":"hi"'))
+  const unread = await client.createMessage({payload: {type: 'text', text: 'again'}})
+  unread.message = 'mine'
+  console.log(unread.message, JSON.stringify(unread))
+  const ignored = await client.createMessage({payload: {type: 'text', text: 'ignored'}})
+})`
+	res, h := run(t, e, code, textEvent("x"))
+	if res.Problem != nil || res.Err != nil {
+		t.Fatalf("problem %v err %v", res.Problem, res.Err)
+	}
+	want := []string{"message function", "true msg_1 hi undefined", "true true", `mine {"message":"mine"}`}
+	if got := messages(res); !reflect.DeepEqual(got, want) {
+		t.Errorf("logs %q, want %q", got, want)
+	}
+	if n := len(h.sent()); n != 3 {
+		t.Errorf("%d messages stored, want 3", n)
 	}
 }

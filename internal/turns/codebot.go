@@ -405,7 +405,7 @@ func rawOrNil(m map[string]any) (json.RawMessage, error) {
 	return json.Marshal(m)
 }
 
-func (h *botHost) CreateMessage(ctx context.Context, conversationID string, payload, metadata map[string]any, tags map[string]string) (map[string]any, error) {
+func (h *botHost) CreateMessage(ctx context.Context, conversationID string, payload, metadata map[string]any, tags map[string]string) (func() map[string]any, error) {
 	p, err := json.Marshal(payload)
 	if err != nil {
 		return nil, model.Invalid("payload: %v", err)
@@ -418,7 +418,8 @@ func (h *botHost) CreateMessage(ctx context.Context, conversationID string, payl
 	if err != nil {
 		return nil, err
 	}
-	return messageMap(m, nil), nil // the stored payload: normalised, not the bot's
+	// The stored payload: normalised, not the bot's.
+	return func() map[string]any { return messageMap(m, nil) }, nil
 }
 
 func (h *botHost) CreateEvent(ctx context.Context, conversationID string, payload map[string]any) (map[string]any, error) {

@@ -148,7 +148,7 @@ func (h *LocalHost) Sent() []map[string]any {
 }
 
 // CreateMessage implements runtime.Host.
-func (h *LocalHost) CreateMessage(_ context.Context, conv string, payload, metadata map[string]any, _ map[string]string) (map[string]any, error) {
+func (h *LocalHost) CreateMessage(_ context.Context, conv string, payload, metadata map[string]any, _ map[string]string) (func() map[string]any, error) {
 	raw, _ := json.Marshal(payload)
 	if _, err := model.ValidateMessagePayload(raw); err != nil {
 		return nil, err
@@ -164,7 +164,7 @@ func (h *LocalHost) CreateMessage(_ context.Context, conv string, payload, metad
 	h.mu.Lock()
 	h.sent = append(h.sent, m)
 	h.mu.Unlock()
-	return m, nil
+	return func() map[string]any { return m }, nil
 }
 
 // CreateEvent implements runtime.Host.
