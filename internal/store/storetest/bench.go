@@ -88,23 +88,8 @@ func benchConversation(ctx context.Context, db store.DB, bot *model.Bot, must fu
 // request's context (one that can be cancelled). One op is one message
 // and its reply.
 func BenchCommit(b *testing.B, db store.DB) {
-	ctx, bot, must := benchBot(b, db)
-	chat := db.Chat()
-	const writers = 32
-	for i := range writers {
-		id := "c" + string(rune('A'+i))
-		must(chat.CreateUser(ctx, &model.ChatUser{BotID: bot.ID, ID: id, Name: "user"}))
-		must(chat.CreateConversation(ctx, &model.Conversation{BotID: bot.ID, ID: id, OwnerID: id, CreatedAt: at(0)}))
-	}
-	committer := db.NewCommitter(nil)
-	var next atomic.Int64
-	b.SetParallelism((writers + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0))
-	b.ResetTimer()
-	b.RunParallel(func(pb *testing.PB) {
-		conv := "c" + string(rune('A'+next.Add(1)-1))
-		rctx, cancel := context.WithCancel(ctx)
-		defer cancel()
-		for pb.Next() {
+	benchWriters(b, db, func(bot *model.Bot, conv string, committer store.Committer) func(rctx context.Context) {
+		return func(rctx context.Context) {
 			m := &model.Message{BotID: bot.ID, ConversationID: conv, UserID: conv, Direction: model.DirectionIncoming,
 				Payload: json.RawMessage(`{"type":"text","text":"hi"}`)}
 			turn := &model.Turn{BotID: bot.ID, ConversationID: conv, Kind: model.TurnMessage, UserID: conv}
@@ -146,24 +131,9 @@ func BenchCommit(b *testing.B, db store.DB) {
 // chat pipeline commits a message its bot answered at once. One op is one
 // message and its reply.
 func BenchCommitFolded(b *testing.B, db store.DB) {
-	ctx, bot, must := benchBot(b, db)
-	chat := db.Chat()
-	const writers = 32
-	for i := range writers {
-		id := "c" + string(rune('A'+i))
-		must(chat.CreateUser(ctx, &model.ChatUser{BotID: bot.ID, ID: id, Name: "user"}))
-		must(chat.CreateConversation(ctx, &model.Conversation{BotID: bot.ID, ID: id, OwnerID: id, CreatedAt: at(0)}))
-	}
-	committer := db.NewCommitter(nil)
-	var next atomic.Int64
-	b.SetParallelism((writers + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0))
-	b.ResetTimer()
-	b.RunParallel(func(pb *testing.PB) {
-		conv := "c" + string(rune('A'+next.Add(1)-1))
-		rctx, cancel := context.WithCancel(ctx)
-		defer cancel()
+	benchWriters(b, db, func(bot *model.Bot, conv string, committer store.Committer) func(rctx context.Context) {
 		var last int64 // the conversation's last turn
-		for pb.Next() {
+		return func(rctx context.Context) {
 			m := &model.Message{BotID: bot.ID, ConversationID: conv, UserID: conv, Direction: model.DirectionIncoming,
 				Payload: json.RawMessage(`{"type":"text","text":"hi"}`)}
 			turn := &model.Turn{BotID: bot.ID, ConversationID: conv, Kind: model.TurnMessage, UserID: conv}
@@ -197,6 +167,32 @@ func BenchCommitFolded(b *testing.B, db store.DB) {
 				b.Fatal("the turn was not completed with its message")
 			}
 			last = turn.Seq
+		}
+	})
+}
+
+// benchWriters runs 32 writers, each in a conversation of its own (and
+// its user, both named conv), with one committer and a request's context
+// (one that can be cancelled): newWriter gives each its op.
+func benchWriters(b *testing.B, db store.DB, newWriter func(bot *model.Bot, conv string, committer store.Committer) func(rctx context.Context)) {
+	ctx, bot, must := benchBot(b, db)
+	chat := db.Chat()
+	const writers = 32
+	for i := range writers {
+		id := "c" + string(rune('A'+i))
+		must(chat.CreateUser(ctx, &model.ChatUser{BotID: bot.ID, ID: id, Name: "user"}))
+		must(chat.CreateConversation(ctx, &model.Conversation{BotID: bot.ID, ID: id, OwnerID: id, CreatedAt: at(0)}))
+	}
+	committer := db.NewCommitter(nil)
+	var next atomic.Int64
+	b.SetParallelism((writers + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0))
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		op := newWriter(bot, "c"+string(rune('A'+next.Add(1)-1)), committer)
+		rctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		for pb.Next() {
+			op(rctx)
 		}
 	})
 }
