@@ -129,13 +129,15 @@ func (w *Write) Run(ctx context.Context, tx Store) error {
 	// group commit runs again without Then (noThen): the turn is stored
 	// then. Where the turn is numbered as the statement runs (not
 	// pipelined), Then's signals are numbered with the write's own, when
-	// nothing of the write's comes between (no More).
+	// nothing of the write's comes between (no More) and they are all
+	// appended by AppendSignal (Then's More only: AppendSignalTurn, for a
+	// Signal, would number past those taken ahead).
 	unstored := w.Then != nil && !w.noThen && w.Signal != nil && w.Turn != nil
 	thenCtx := ctx
 	var ahead *SignalsAhead
 	if unstored {
 		thenCtx = WithUnstoredTurn(ctx, w.Turn)
-		if n := w.Then.signalCount(); n > 0 && len(w.More) == 0 && !Pipelined(ctx) {
+		if n := len(w.Then.More); n > 0 && len(w.More) == 0 && w.Then.Signal == nil && w.Then.Then == nil && !Pipelined(ctx) {
 			ahead = &SignalsAhead{Want: n}
 			thenCtx = WithSignalsAhead(thenCtx, ahead)
 		}
@@ -197,18 +199,6 @@ func (w *Write) Run(ctx context.Context, tx Store) error {
 	}
 	w.thenRan = true
 	return giveBack()
-}
-
-// signalCount is how many signals Run appends besides those of Apply.
-func (w *Write) signalCount() int {
-	n := len(w.More)
-	if w.Signal != nil {
-		n++
-	}
-	if w.Then != nil {
-		n += w.Then.signalCount()
-	}
-	return n
 }
 
 // AfterCommit is told of every committed write, in commit order: it
