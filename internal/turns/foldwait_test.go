@@ -5,10 +5,12 @@ package turns_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/parley-bots/parley/internal/conversations"
 	"github.com/parley-bots/parley/internal/store"
 	"github.com/parley-bots/parley/internal/testutil/testdb"
 	"github.com/parley-bots/parley/internal/turns"
@@ -73,16 +75,21 @@ func TestFoldWaitsForTheRunsLastTurn(t *testing.T) {
 }
 
 // gatedCommitter holds back the commit of a message write without Then
-// whose signal holds text until open is closed.
+// whose signal holds text until open is closed; then, with fail set, the
+// write fails with it instead of committing.
 type gatedCommitter struct {
 	store.Committer
 	text string
 	open chan struct{}
+	fail error
 }
 
 func (c *gatedCommitter) Commit(ctx context.Context, w *store.Write) error {
 	if w.Then == nil && w.Signal != nil && strings.Contains(string(w.Signal.Data), `"text":"`+c.text+`"`) {
 		<-c.open
+		if c.fail != nil {
+			return c.fail
+		}
 	}
 	return c.Committer.Commit(ctx, w)
 }
@@ -128,6 +135,53 @@ func TestFoldWaitsForAMessageBeingStored(t *testing.T) {
 	<-bDone
 	// c folded once b's turn ran: its answer was there when it returned.
 	eqStrings(t, "signals once c was stored", <-cDone, "a", "echo a", "b", "echo b", "c", "echo c")
+}
+
+// TestFoldWaitsNotForAMessageNotStored: a Fold waiting for a message being
+// committed on its own (TestFoldWaitsForAMessageBeingStored) goes on as
+// soon as that commit fails, with no turn to run, instead of waiting out
+// FoldWithin and then committing its message alone.
+func TestFoldWaitsNotForAMessageNotStored(t *testing.T) {
+	releaseA := make(chan struct{})
+	bot := botFunc(func(ctx context.Context, in *turns.TurnInput, out turns.BotOutput) error {
+		var p struct{ Text string }
+		_ = json.Unmarshal(in.Message.Payload, &p)
+		if p.Text == "a" {
+			<-releaseA
+		}
+		return echoText(ctx, in, out)
+	})
+	gate := &gatedCommitter{text: "b", open: make(chan struct{}), fail: errors.New("disk full")}
+	const within = 3 * time.Second
+	f := newFoldFixtureWith(t, turns.FoldableBot(bot), turns.DispatcherOptions{FoldWithin: within}, func(c store.Committer) store.Committer {
+		gate.Committer = c
+		return gate
+	})
+	f.post(t, f.conv, "a") // commits alone past FoldWithin, its turn held
+	bErr := make(chan error, 1)
+	go func() {
+		id := f.conv
+		_, err := f.chat.CreateMessage(context.Background(), f.caller, conversations.MessageInput{ConversationID: &id,
+			Payload: json.RawMessage(`{"type":"text","text":"b"}`)})
+		bErr <- err
+	}()
+	time.Sleep(100 * time.Millisecond)
+	close(releaseA)
+	waitUntil(t, "the answer to a", func() bool { return len(f.signalTexts(t)) == 2 })
+	cDone := make(chan []string)
+	go func() { f.post(t, f.conv, "c"); cDone <- f.signalTexts(t) }()
+	time.Sleep(100 * time.Millisecond) // c waits for b
+	opened := time.Now()
+	close(gate.open)
+	if err := <-bErr; err == nil {
+		t.Fatal("b was stored")
+	}
+	got := <-cDone
+	if waited := time.Since(opened); waited > within/2 {
+		t.Errorf("c returned %v after b's commit failed: it waited out FoldWithin", waited)
+	}
+	// c folded: its answer was there when it returned.
+	eqStrings(t, "signals once c was stored", got, "a", "echo a", "c", "echo c")
 }
 
 // TestFoldAloneWaitsForTheFoldsMessage: a message that does not fold

@@ -190,8 +190,9 @@ func (q *Queue) idleChan(ref model.ConversationRef) chan struct{} {
 }
 
 // store counts a message of ref being committed on its own (storing);
-// the returned func, called once it is committed (and its turn notified),
-// counts it out.
+// the returned func, called once it is committed (and its turn notified)
+// or failed, counts it out. A Fold waiting for it (claimOrWait) is woken
+// by the run of its turn, or, with no run (its commit failed), here.
 func (q *Queue) store(ref model.ConversationRef) (done func()) {
 	q.mu.Lock()
 	q.storing[ref]++
@@ -200,6 +201,9 @@ func (q *Queue) store(ref model.ConversationRef) (done func()) {
 		q.mu.Lock()
 		if q.storing[ref]--; q.storing[ref] <= 0 {
 			delete(q.storing, ref)
+			if q.state[ref] == nil {
+				q.wake(ref)
+			}
 		}
 		q.mu.Unlock()
 	}
