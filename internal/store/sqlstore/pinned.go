@@ -3,6 +3,7 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"fmt"
 
 	"github.com/parley-bots/parley/internal/store"
@@ -44,12 +45,12 @@ func (db *DB) InPinnedTx(ctx context.Context, fn func(tx store.Store) error) (er
 	st := &Store{e: e, q: e.pinned, inTx: true, pinned: true, nocache: db.nocache}
 	if _, err := st.exec(ctx, e.d.PinnedBegin); err != nil {
 		// A broken connection: drop it, the next call opens another.
-		e.dropPinned()
+		e.dropPinned(true)
 		return fmt.Errorf("begin: %w", err)
 	}
 	rollback := func() {
 		if _, err := st.exec(context.WithoutCancel(ctx), "ROLLBACK"); err != nil {
-			e.dropPinned() // the transaction may still be open on it
+			e.dropPinned(true) // the transaction may still be open on it
 		}
 	}
 	defer func() {
@@ -75,7 +76,8 @@ func (db *DB) inPinnedSQLTx(ctx context.Context, fn func(tx store.Store) error) 
 	e := db.e
 	tx, err := e.pinned.BeginTx(ctx, nil)
 	if err != nil {
-		e.dropPinned()
+		// A broken connection: drop it, the next call opens another.
+		e.dropPinned(false)
 		return fmt.Errorf("begin: %w", err)
 	}
 	defer func() {
@@ -114,15 +116,22 @@ func (e *engine) pinnedStmt(ctx context.Context, q string) *sql.Stmt {
 	return st
 }
 
-// dropPinned closes the pinned connection and its statements. Called with
-// pinMu held.
-func (e *engine) dropPinned() {
+// dropPinned closes the pinned connection's statements and gives it back
+// to the pool; with discard, it is closed instead (it may hold a
+// transaction still open, which the pool would hand to someone else).
+// Called with pinMu held.
+func (e *engine) dropPinned(discard bool) {
 	for q, st := range e.pinnedStmts {
 		_ = st.Close()
 		delete(e.pinnedStmts, q)
 	}
-	if e.pinned != nil {
-		_ = e.pinned.Close()
-		e.pinned = nil
+	if e.pinned == nil {
+		return
 	}
+	if discard {
+		// database/sql closes a connection whose Raw returns ErrBadConn.
+		_ = e.pinned.Raw(func(any) error { return driver.ErrBadConn })
+	}
+	_ = e.pinned.Close()
+	e.pinned = nil
 }

@@ -159,7 +159,7 @@ func (db *DB) Close() error {
 	db.e.bgMu.Unlock()
 	db.e.bg.Wait() // no connection opens behind Close
 	db.e.pinMu.Lock()
-	db.e.dropPinned()
+	db.e.dropPinned(false)
 	db.e.pinMu.Unlock()
 	db.e.stmts.Range(func(k, v any) bool {
 		_ = v.(*sql.Stmt).Close()
