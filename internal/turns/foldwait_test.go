@@ -94,6 +94,19 @@ func (c *gatedCommitter) Commit(ctx context.Context, w *store.Write) error {
 	return c.Committer.Commit(ctx, w)
 }
 
+// echoHolding is an echo bot whose turn for the message text waits for
+// release.
+func echoHolding(text string, release <-chan struct{}) turns.Bot {
+	return botFunc(func(ctx context.Context, in *turns.TurnInput, out turns.BotOutput) error {
+		var p struct{ Text string }
+		_ = json.Unmarshal(in.Message.Payload, &p)
+		if p.Text == text {
+			<-release
+		}
+		return echoText(ctx, in, out)
+	})
+}
+
 // TestFoldWaitsForAMessageBeingStored: while a message that could not
 // fold is being committed on its own, its conversation is not claimed by
 // the next message (which would read a last turn number about to be
@@ -101,14 +114,7 @@ func (c *gatedCommitter) Commit(ctx context.Context, w *store.Write) error {
 // it, and for its turn's run, then folds.
 func TestFoldWaitsForAMessageBeingStored(t *testing.T) {
 	releaseA := make(chan struct{})
-	bot := botFunc(func(ctx context.Context, in *turns.TurnInput, out turns.BotOutput) error {
-		var p struct{ Text string }
-		_ = json.Unmarshal(in.Message.Payload, &p)
-		if p.Text == "a" {
-			<-releaseA
-		}
-		return echoText(ctx, in, out)
-	})
+	bot := echoHolding("a", releaseA)
 	gate := &gatedCommitter{text: "b", open: make(chan struct{})}
 	// FoldWithin bounds how long c waits: longer than b is held.
 	f := newFoldFixtureWith(t, turns.FoldableBot(bot), turns.DispatcherOptions{FoldWithin: time.Second}, func(c store.Committer) store.Committer {
@@ -143,14 +149,7 @@ func TestFoldWaitsForAMessageBeingStored(t *testing.T) {
 // FoldWithin and then committing its message alone.
 func TestFoldWaitsNotForAMessageNotStored(t *testing.T) {
 	releaseA := make(chan struct{})
-	bot := botFunc(func(ctx context.Context, in *turns.TurnInput, out turns.BotOutput) error {
-		var p struct{ Text string }
-		_ = json.Unmarshal(in.Message.Payload, &p)
-		if p.Text == "a" {
-			<-releaseA
-		}
-		return echoText(ctx, in, out)
-	})
+	bot := echoHolding("a", releaseA)
 	gate := &gatedCommitter{text: "b", open: make(chan struct{}), fail: errors.New("disk full")}
 	const within = 3 * time.Second
 	f := newFoldFixtureWith(t, turns.FoldableBot(bot), turns.DispatcherOptions{FoldWithin: within}, func(c store.Committer) store.Committer {
