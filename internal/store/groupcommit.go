@@ -3,7 +3,6 @@ package store
 import (
 	"cmp"
 	"context"
-	"errors"
 	"hash/maphash"
 	"slices"
 	"sync"
@@ -191,7 +190,7 @@ func (g *GroupCommitter) commit(batch []*queued) {
 		}
 	}
 	for i, q := range live {
-		if errors.Is(q.err, ErrTurnBetween) || errors.Is(q.err, ErrStartChanged) {
+		if TurnRefused(q.err) {
 			// Its Then was refused in the engine (a pipelined
 			// transaction): the write commits without it, as where the
 			// turn's number and start are checked as it runs.

@@ -430,5 +430,12 @@ var ErrTurnBetween = errors.New("another turn of the conversation came first")
 // commits the write without its Then, as for ErrTurnBetween.
 var ErrStartChanged = errors.New("what the turn started with changed")
 
+// TurnRefused tells whether err is a turn's check refusing it
+// (ErrTurnBetween, ErrStartChanged): nothing failed, the turn runs again
+// in order.
+func TurnRefused(err error) bool {
+	return errors.Is(err, ErrTurnBetween) || errors.Is(err, ErrStartChanged)
+}
+
 // ErrFenced is Check's error: the lease was taken over by another holder.
 var ErrFenced = errors.New("lease taken over by another node: write fenced off")

@@ -359,7 +359,7 @@ func (f *fold) complete(ctx context.Context, r ran) {
 		f.committed(at, err)
 	}
 	if err != nil {
-		if ctx.Err() == nil && !errors.Is(err, store.ErrTurnBetween) && !errors.Is(err, store.ErrStartChanged) {
+		if ctx.Err() == nil && !store.TurnRefused(err) {
 			d.log.Warn("turns: completing turn failed", "err", err)
 		}
 		return

@@ -139,22 +139,14 @@ func (q *Queue) sent(ref model.ConversationRef) {
 }
 
 // markSent is sent with q.mu held.
-func (q *Queue) markSent(ref model.ConversationRef) {
-	if ch := q.unsent[ref]; ch != nil {
-		close(ch)
-		delete(q.unsent, ref)
-	}
-}
+func (q *Queue) markSent(ref model.ConversationRef) { closeOut(q.unsent, ref) }
 
 // unsentOf is closed once the Fold holding ref, if any, has submitted its
 // message's write; nil when there is none to wait for.
 func (q *Queue) unsentOf(ref model.ConversationRef) <-chan struct{} {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if ch := q.unsent[ref]; ch != nil {
-		return ch
-	}
-	return nil
+	return q.unsent[ref]
 }
 
 // claimOrWait is claim, or, when ref is queued or running with nothing
@@ -210,10 +202,13 @@ func (q *Queue) store(ref model.ConversationRef) (done func()) {
 }
 
 // wake closes ref's idle channel (q.mu held).
-func (q *Queue) wake(ref model.ConversationRef) {
-	if ch := q.idle[ref]; ch != nil {
+func (q *Queue) wake(ref model.ConversationRef) { closeOut(q.idle, ref) }
+
+// closeOut closes ref's channel in m, if any, and forgets it.
+func closeOut(m map[model.ConversationRef]chan struct{}, ref model.ConversationRef) {
+	if ch := m[ref]; ch != nil {
 		close(ch)
-		delete(q.idle, ref)
+		delete(m, ref)
 	}
 }
 

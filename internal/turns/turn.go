@@ -26,7 +26,7 @@ import (
 // holds the conversation's lease at the epoch it took: a node that was
 // paused past its lease and taken over commits nothing (store.ErrFenced).
 //
-// check, when not nil, runs first in that transaction: its error (such as
+// check, when given, runs first in that transaction: its error (such as
 // store.ErrTurnBetween) leaves the turn pending, to run again, instead of
 // completing it without its effects.
 func (d *Dispatcher) completeTurn(ctx context.Context, t *model.Turn, out *turnOutput, run *model.TurnRun, fence *store.Fence, check ...func(ctx context.Context, tx store.Store) error) (wait func() error) {
@@ -52,7 +52,7 @@ func (d *Dispatcher) completeTurn(ctx context.Context, t *model.Turn, out *turnO
 				"bot", t.BotID, "conversation", t.ConversationID, "seq", t.Seq, "node", d.o.Node)
 			return err
 		}
-		if errors.Is(err, store.ErrTurnBetween) || errors.Is(err, store.ErrStartChanged) {
+		if store.TurnRefused(err) {
 			return err // refused by check: the turn runs again
 		}
 		if err == nil || ctx.Err() != nil || out == nil || (len(out.held) == 0 && len(out.finish) == 0) || d.store.Transient(err) {
