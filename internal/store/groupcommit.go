@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"hash/maphash"
+	"runtime"
 	"slices"
 	"sync"
 	"time"
@@ -32,9 +33,13 @@ import (
 //
 // There is no timer: a write that finds its shard idle starts a batch,
 // which takes everything queued (at most maxBatch) and loops until the
-// queue is empty. An idle system commits
-// each write at once; under load the batches grow by themselves while the
-// previous one commits.
+// queue is empty. An idle system commits each write at once; under load
+// the batches grow by themselves while the previous one commits. Where a
+// commit is all CPU (SQLite: no round trip to wait on), the previous one
+// is too short for them to grow: with Yield, the shard's goroutine lets the
+// goroutines ready to run go first (runtime.Gosched) before it takes a
+// batch, so that requests whose turn is ending join it. An idle system
+// has none and loses nothing.
 
 const (
 	maxBatch = 256
@@ -48,11 +53,22 @@ type RunTx func(ctx context.Context, fn func(ctx context.Context, tx Store) erro
 
 // GroupCommitter implements Committer with group commit.
 type GroupCommitter struct {
-	run       RunTx
-	after     AfterCommit
-	seed      maphash.Seed
-	shards    []*shard
-	localOnly bool
+	run    RunTx
+	after  AfterCommit
+	seed   maphash.Seed
+	shards []*shard
+	cfg    GroupConfig
+}
+
+// GroupConfig shapes a GroupCommitter.
+type GroupConfig struct {
+	// Shards commit side by side (at least one).
+	Shards int
+	// LocalOnly batches only Local writes; the others commit alone.
+	LocalOnly bool
+	// Yield lets the goroutines ready to run go before each batch is
+	// taken: for engines whose commit never waits, so that batches grow.
+	Yield bool
 }
 
 type shard struct {
@@ -69,11 +85,10 @@ type queued struct {
 	done chan struct{}
 }
 
-// NewGroupCommitter commits with run, over shards shards (at least one),
-// batching only Local writes when localOnly is set, and tells after of
+// NewGroupCommitter commits with run, as cfg says, and tells after of
 // every committed write.
-func NewGroupCommitter(shards int, localOnly bool, run RunTx, after AfterCommit) *GroupCommitter {
-	g := &GroupCommitter{run: run, after: after, seed: maphash.MakeSeed(), shards: make([]*shard, max(shards, 1)), localOnly: localOnly}
+func NewGroupCommitter(cfg GroupConfig, run RunTx, after AfterCommit) *GroupCommitter {
+	g := &GroupCommitter{run: run, after: after, seed: maphash.MakeSeed(), shards: make([]*shard, max(cfg.Shards, 1)), cfg: cfg}
 	for i := range g.shards {
 		g.shards[i] = &shard{}
 	}
@@ -108,9 +123,12 @@ func (g *GroupCommitter) Submit(ctx context.Context, w *Write) (wait func() erro
 
 func (g *GroupCommitter) loop(sh *shard) {
 	for {
+		if g.cfg.Yield {
+			runtime.Gosched()
+		}
 		sh.mu.Lock()
 		n := min(len(sh.queue), maxBatch)
-		if g.localOnly {
+		if g.cfg.LocalOnly {
 			for i, q := range sh.queue[:n] {
 				if !q.w.Local {
 					n = max(i, 1) // the local writes before it, or it alone

@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"errors"
+	"runtime"
 	"slices"
 	"sync"
 	"testing"
@@ -56,7 +57,7 @@ func TestGroupCommitterBatches(t *testing.T) {
 			var announced []string
 			var mu sync.Mutex
 			specs := map[*store.Write]string{}
-			g := store.NewGroupCommitter(tc.shards, tc.localOnly, run, func(w *store.Write) {
+			g := store.NewGroupCommitter(store.GroupConfig{Shards: tc.shards, LocalOnly: tc.localOnly}, run, func(w *store.Write) {
 				mu.Lock()
 				announced = append(announced, specs[w])
 				mu.Unlock()
@@ -112,3 +113,54 @@ func TestGroupCommitterBatches(t *testing.T) {
 }
 
 type txKey struct{}
+
+// TestGroupCommitterYield checks that with Yield a batch waits for the
+// goroutines ready to run: on one P, a goroutine that becomes ready before
+// the shard's goroutine takes its first batch submits its write into that
+// batch. Without the yield the shard's goroutine runs first and commits the
+// first write alone. The scheduler may pick the shard's goroutine back at
+// once (it checks its global queue first every 61 schedules), so a few
+// attempts of twenty may commit alone.
+func TestGroupCommitterYield(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	const attempts = 20
+	together := 0
+	for range attempts {
+		var sizes []int // of each transaction; one P: no lock needed, but the race detector wants one
+		var mu sync.Mutex
+		run := func(ctx context.Context, fn func(context.Context, store.Store) error) error {
+			var names []string
+			if err := fn(context.WithValue(ctx, txKey{}, &names), nil); err != nil {
+				return err
+			}
+			mu.Lock()
+			sizes = append(sizes, len(names))
+			mu.Unlock()
+			return nil
+		}
+		g := store.NewGroupCommitter(store.GroupConfig{Shards: 1, Yield: true}, run, func(*store.Write) {})
+		write := func() *store.Write {
+			return &store.Write{Local: true, Apply: func(ctx context.Context, _ store.Store) error {
+				names := ctx.Value(txKey{}).(*[]string)
+				*names = append(*names, "w")
+				return nil
+			}}
+		}
+		second := make(chan func() error, 1)
+		go func() { second <- g.Submit(t.Context(), write()) }() // ready, not yet run
+		if err := g.Submit(t.Context(), write())(); err != nil {
+			t.Fatal(err)
+		}
+		if err := (<-second)(); err != nil {
+			t.Fatal(err)
+		}
+		mu.Lock()
+		if slices.Equal(sizes, []int{2}) {
+			together++
+		}
+		mu.Unlock()
+	}
+	if together < attempts*3/4 {
+		t.Fatalf("%d of %d attempts committed both writes in one batch, want most", together, attempts)
+	}
+}

@@ -30,7 +30,7 @@ import (
 func commitShards(procs int) int { return min(max(procs/2, 1), 8) }
 
 func newCommitter(db *sqlstore.DB, after store.AfterCommit) store.Committer {
-	return store.NewGroupCommitter(commitShards(runtime.GOMAXPROCS(0)), true, func(ctx context.Context, fn func(context.Context, store.Store) error) error {
+	return store.NewGroupCommitter(store.GroupConfig{Shards: commitShards(runtime.GOMAXPROCS(0)), LocalOnly: true}, func(ctx context.Context, fn func(context.Context, store.Store) error) error {
 		ctx = store.WithPipeline(ctx)
 		return db.InTx(ctx, func(tx store.Store) error { return fn(ctx, tx) })
 	}, after)
