@@ -10,8 +10,9 @@ import (
 // in one shard: SQLite has a single writer, whose commit (WAL append, lock
 // round, and the writer's queue) is then paid once per batch. The commit
 // waits on nothing, so the batches grow only if the writer yields first:
-// without it, a closed loop of 32 clients committed 2.6 writes per batch
-// on two cores, with it 9, and 14 % less CPU per message (parley-bench).
+// without it, a closed loop of 32 clients committed 2.4-2.9 writes per
+// batch on two cores, with it 8-10, and 9-14 % less CPU per message
+// (parley-bench, README's fourteenth round).
 func (db *DB) NewCommitter(after store.AfterCommit) store.Committer {
 	return store.NewGroupCommitter(store.GroupConfig{Shards: 1, Yield: true}, func(ctx context.Context, fn func(context.Context, store.Store) error) error {
 		// On the pinned connection: the single writer's page cache and
