@@ -98,24 +98,14 @@ func (r signals) AppendSignalTurn(ctx context.Context, sg *model.Signal, t *mode
 	}
 	return r.s.tx(ctx, func(s *Store) error {
 		var seq, tseq int64
-		const bumpBoth = `WITH c AS (
-			UPDATE conversations SET last_seq = last_seq + 1, turn_seq = turn_seq + ?
-			WHERE bot_id = ? AND id = ? RETURNING bot_id, id, last_seq, turn_seq),
-		sg AS (INSERT INTO signals (bot_id, conversation_id, seq, type, data, created_at)
-			SELECT bot_id, id, last_seq, ?, ?, ? FROM c),
+		const bumpBoth = signalTurnCTE + `,
 		tn AS (INSERT INTO turns (bot_id, conversation_id, seq, kind, ref_id, user_id, attempts, created_at)
 			SELECT bot_id, id, CASE WHEN ? = 0 THEN turn_seq ELSE ? END, ?, ?, ?, ?, ? FROM c)`
 		args := []any{bump, sg.BotID, sg.ConversationID,
 			sg.Type, rawText(sg.Data), ms(sg.CreatedAt),
 			t.Seq, t.Seq, t.Kind, t.RefID, t.UserID, t.Attempts, ms(t.CreatedAt)}
-		if s.deferRows(ctx) { // the numbers are filled in when the statement ran
-			tdest := any(&t.Seq)
-			if t.Seq != 0 {
-				tdest = new(int64)
-			}
-			_, err := s.exec(store.WithReturnedRow(store.WithRequiredRow(ctx, model.NotFound("conversation")), &sg.Seq, tdest, new(int64)),
-				bumpBoth+` SELECT (SELECT last_seq FROM c), (SELECT turn_seq FROM c), 1 / (SELECT COUNT(*) FROM c)`, args...)
-			return s.fail(err, "conversation")
+		if s.deferRows(ctx) {
+			return deferSignalTurn(ctx, s, bumpBoth, sg, t, args...)
 		}
 		if s.e.d.CTEWrites {
 			if err := s.queryRow(ctx, bumpBoth+` SELECT last_seq, turn_seq FROM c`, args...).Scan(&seq, &tseq); err != nil {
@@ -149,6 +139,30 @@ func (r signals) AppendSignalTurn(ctx context.Context, sg *model.Signal, t *mode
 	})
 }
 
+// signalTurnCTE numbers a signal and a turn of a conversation (c: its
+// new last_seq and turn_seq) and stores the signal (sg). Its arguments:
+// the turn's bump, the conversation, then the signal's type, data and
+// time.
+const signalTurnCTE = `WITH c AS (
+			UPDATE conversations SET last_seq = last_seq + 1, turn_seq = turn_seq + ?
+			WHERE bot_id = ? AND id = ? RETURNING bot_id, id, last_seq, turn_seq),
+		sg AS (INSERT INTO signals (bot_id, conversation_id, seq, type, data, created_at)
+			SELECT bot_id, id, last_seq, ?, ?, ? FROM c)`
+
+// deferSignalTurn runs cte (signalTurnCTE, and what follows it) in a
+// pipelined transaction: sg's number, and t's unless it has one, are
+// filled in when the statement ran, and a missing conversation fails it
+// in the engine.
+func deferSignalTurn(ctx context.Context, s *Store, cte string, sg *model.Signal, t *model.Turn, args ...any) error {
+	tdest := any(&t.Seq)
+	if t.Seq != 0 {
+		tdest = new(int64)
+	}
+	_, err := s.exec(store.WithReturnedRow(store.WithRequiredRow(ctx, model.NotFound("conversation")), &sg.Seq, tdest, new(int64)),
+		cte+` SELECT (SELECT last_seq FROM c), (SELECT turn_seq FROM c), 1 / (SELECT COUNT(*) FROM c)`, args...)
+	return s.fail(err, "conversation")
+}
+
 // appendSignalNumberTurn is AppendSignalTurn for a turn left unstored
 // (store.WithUnstoredTurn): the signal is stored, the turn only numbered,
 // and, not pipelined, the numbers asked for by store.WithSignalsAhead
@@ -161,20 +175,9 @@ func (r signals) appendSignalNumberTurn(ctx context.Context, sg *model.Signal, t
 	}
 	return r.s.tx(ctx, func(s *Store) error {
 		var seq, tseq int64
-		if s.deferRows(ctx) { // the numbers are filled in when the statement ran
-			tdest := any(&t.Seq)
-			if t.Seq != 0 {
-				tdest = new(int64)
-			}
-			_, err := s.exec(store.WithReturnedRow(store.WithRequiredRow(ctx, model.NotFound("conversation")), &sg.Seq, tdest, new(int64)),
-				`WITH c AS (
-					UPDATE conversations SET last_seq = last_seq + 1, turn_seq = turn_seq + ?
-					WHERE bot_id = ? AND id = ? RETURNING bot_id, id, last_seq, turn_seq),
-				sg AS (INSERT INTO signals (bot_id, conversation_id, seq, type, data, created_at)
-					SELECT bot_id, id, last_seq, ?, ?, ? FROM c)
-				SELECT (SELECT last_seq FROM c), (SELECT turn_seq FROM c), 1 / (SELECT COUNT(*) FROM c)`,
+		if s.deferRows(ctx) {
+			return deferSignalTurn(ctx, s, signalTurnCTE, sg, t,
 				bump, sg.BotID, sg.ConversationID, sg.Type, rawText(sg.Data), ms(sg.CreatedAt))
-			return s.fail(err, "conversation")
 		}
 		const bumpBoth = `UPDATE conversations SET last_seq = last_seq + 1 + ?, turn_seq = turn_seq + ?
 			WHERE bot_id = ? AND id = ? RETURNING last_seq - ? AS seq, turn_seq`
