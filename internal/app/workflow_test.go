@@ -244,7 +244,10 @@ func (c *chatHTTP) call(t *testing.T, method, path string, body any) map[string]
 // their texts, oldest first.
 func (c *chatHTTP) botTexts(t *testing.T, conv, userID string, n int) []string {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	// Generous: on a loaded CI machine (every package's tests at once,
+	// with -race) a dialog timeout due in 3 s was once not seen within 10 s
+	// (TestTimeoutFiresOnceAcrossNodes, which then logs why).
+	deadline := time.Now().Add(30 * time.Second)
 	for {
 		out := c.call(t, "GET", "/conversations/"+conv+"/messages", nil)
 		var texts []string

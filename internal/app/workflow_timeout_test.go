@@ -90,6 +90,7 @@ func TestTimeoutFiresOnceAcrossNodes(t *testing.T) {
 	for _, cv := range convs {
 		got := cv.c.botTexts(t, cv.id, cv.userID, 2)
 		if !slices.Equal(got, []string{"waiting for you", "Timed out"}) {
+			logTimeoutState(t, a1, a2)
 			t.Fatalf("conversation %s: %q", cv.id, got)
 		}
 	}
@@ -100,4 +101,25 @@ func TestTimeoutFiresOnceAcrossNodes(t *testing.T) {
 			t.Fatalf("conversation %s: %q", cv.id, got)
 		}
 	}
+}
+
+// logTimeoutState logs what tells a timeout that did not fire from one
+// that fired late: each node's readyz (which leads the scheduler, which
+// conversations it holds), the timeouts still stored and the pending
+// turns.
+func logTimeoutState(t *testing.T, nodes ...*app.App) {
+	t.Helper()
+	ctx := context.Background()
+	for _, a := range nodes {
+		ready := (&chatHTTP{url: a.URL}).call(t, "GET", "/readyz", nil)
+		t.Logf("node %s readyz: %v", a.URL, ready)
+	}
+	db := nodes[0].Store()
+	due, err := db.DialogTimeouts().Due(ctx, time.Now().Add(time.Hour), 10)
+	t.Logf("dialog timeouts due within the hour (now %s): err %v", time.Now().UTC().Format(time.RFC3339Nano), err)
+	for _, d := range due {
+		t.Logf("  %s due %s", d.ConversationID, d.DueAt.UTC().Format(time.RFC3339Nano))
+	}
+	pending, err := db.Signals().PendingConversations(ctx, 10)
+	t.Logf("conversations with pending turns: %v (err %v)", pending, err)
 }
