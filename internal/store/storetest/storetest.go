@@ -68,6 +68,7 @@ func Run(t *testing.T, open func(t *testing.T) store.DB) {
 		{"InTx", testInTx},
 		{"BotIsolation", testBotIsolation},
 		{"BotDeleteCascades", testBotDelete},
+		{"DeleteWhileWriting", testDeleteWhileWriting},
 		{"ConcurrentWrites", testConcurrentWrites},
 		{"Lifecycle", testLifecycle},
 		{"RuntimeTags", testRuntimeTags},
