@@ -51,6 +51,7 @@ func Run(t *testing.T, open func(t *testing.T) store.DB) {
 		{"TurnInputs", testTurnInputs},
 		{"IdleTurn", testIdleTurn},
 		{"WriteThen", testWriteThen},
+		{"WriteThenChecks", testWriteThenChecks},
 		{"UnstoredTurn", testUnstoredTurn},
 		{"RequireTurnStart", testRequireTurnStart},
 		{"RequireFirstTurn", testRequireFirstTurn},
