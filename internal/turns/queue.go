@@ -102,7 +102,7 @@ func NewQueue() *Queue {
 	q := &Queue{state: map[model.ConversationRef]*convState{}, folding: map[model.ConversationRef]time.Time{},
 		idle: map[model.ConversationRef]chan struct{}{}, ending: map[model.ConversationRef]chan struct{}{},
 		storing: map[model.ConversationRef]int{},
-		unsent:  map[model.ConversationRef]chan struct{}{}}
+		unsent: map[model.ConversationRef]chan struct{}{}}
 	q.cond = sync.NewCond(&q.mu)
 	return q
 }
