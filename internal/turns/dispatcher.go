@@ -459,10 +459,6 @@ func (d *Dispatcher) runConversation(ref model.ConversationRef, wait *time.Durat
 			// this node is alone (at 1,000 messages/s that read came after
 			// 4 turns in 10; without it PostgreSQL spent 0.92-0.93x the
 			// CPU per message, parley-bench, two runs side by side).
-			// What is left is the completions' commit (the deferred
-			// flush), which a Fold of the conversation's next message
-			// waits for (claim).
-			d.queue.lastCommit(ref)
 			return false
 		}
 		if len(turns) == 0 {

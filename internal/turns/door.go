@@ -180,7 +180,7 @@ func (d *Door) wait(ctx context.Context) error {
 	}
 	d.mu.Unlock()
 
-	if closedWithin(ctx, lineWait*bound, in) {
+	if closedWithin(ctx, in, lineWait*bound) {
 		return nil
 	}
 	d.mu.Lock()

@@ -81,7 +81,7 @@ func (d *Dispatcher) Fold(ctx context.Context, w *store.Write, m *model.Message)
 func (d *Dispatcher) commitAlone(ctx context.Context, ref model.ConversationRef, w *store.Write) error {
 	defer d.queue.store(ref)()
 	if unsent := d.queue.unsentOf(ref); unsent != nil {
-		closedWithin(ctx, d.o.FoldWithin+250*time.Millisecond, unsent)
+		closedWithin(ctx, unsent, d.o.FoldWithin+250*time.Millisecond)
 	}
 	return d.commit.Commit(ctx, w)
 }
@@ -96,44 +96,27 @@ func (f *fold) submit(ctx context.Context) error {
 
 // claim claims the conversation for a Fold. A conversation whose run has
 // one turn left to end (the previous message's, which did not fold) is
-// waited for: committed now, the message would give that run a turn
-// more, whose answer then comes from another commit, and the
-// conversation's next messages would find it running again (a client
+// waited for, at most FoldWithin: committed now, the message would give
+// that run a turn more, whose answer then comes from another commit, and
+// the conversation's next messages would find it running again (a client
 // that sends its next message once createMessage answered keeps it out
 // of the fold for good: on PostgreSQL one message in three folded in
-// parley-bench's closed loop). The wait is FoldWithin for the turn to
-// have run, then, once the run only waits for its completion's commit,
-// that commit (at most commitWait): the message would otherwise commit
-// in the batch after it, about when the fold can commit it.
+// parley-bench's closed loop).
 func (d *Dispatcher) claim(ctx context.Context, ref model.ConversationRef) bool {
-	ok, idle, ending := d.queue.claimOrWait(ref)
+	ok, idle := d.queue.claimOrWait(ref)
 	if ok || idle == nil {
 		return ok
 	}
-	if !closedWithin(ctx, d.o.FoldWithin, idle, ending) {
-		return false
-	}
-	return closedWithin(ctx, commitWait, idle) && d.queue.claim(ref)
+	return closedWithin(ctx, idle, d.o.FoldWithin) && d.queue.claim(ref)
 }
 
-// commitWait bounds a Fold's wait for the commit of its conversation's
-// last turn (claim), as a backstop: that commit takes a group commit's
-// time, tens of milliseconds on a loaded PostgreSQL.
-const commitWait = 250 * time.Millisecond
-
-// closedWithin waits for one of chs (nil ones never) to be closed, at most
-// within or until ctx ends, and tells whether one was.
-func closedWithin(ctx context.Context, within time.Duration, chs ...<-chan struct{}) bool {
+// closedWithin waits for ch to be closed, at most within or until ctx
+// ends, and tells whether it was.
+func closedWithin(ctx context.Context, ch <-chan struct{}, within time.Duration) bool {
 	t := time.NewTimer(within)
 	defer t.Stop()
-	var second <-chan struct{}
-	if len(chs) > 1 {
-		second = chs[1]
-	}
 	select {
-	case <-chs[0]:
-		return true
-	case <-second:
+	case <-ch:
 		return true
 	case <-t.C:
 	case <-ctx.Done():

@@ -6,14 +6,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/parley-bots/parley/internal/conversations"
-	"github.com/parley-bots/parley/internal/model"
 	"github.com/parley-bots/parley/internal/store"
 	"github.com/parley-bots/parley/internal/testutil/testdb"
 	"github.com/parley-bots/parley/internal/turns"
@@ -272,74 +269,4 @@ func TestFoldAloneKeepsTheOrder(t *testing.T) {
 		got := rec.turns()[f.skip/2:]
 		eqStrings(t, "turns run", got, "slow", "event", "slow")
 	})
-}
-
-// slowCompletion delays the commit of the completion whose signals hold
-// text (a write with no signal of its own) until open is closed, closing
-// held when it gets it.
-type slowCompletion struct {
-	store.Committer
-	text       string
-	held, open chan struct{}
-	once       sync.Once
-}
-
-func (c *slowCompletion) Submit(ctx context.Context, w *store.Write) func() error {
-	if w.Signal != nil || !slices.ContainsFunc(w.More, func(s *model.Signal) bool {
-		return strings.Contains(string(s.Data), `"text":"`+c.text+`"`)
-	}) {
-		return c.Committer.Submit(ctx, w)
-	}
-	c.once.Do(func() { close(c.held) })
-	done := make(chan error, 1)
-	go func() {
-		<-c.open
-		done <- c.Committer.Commit(ctx, w)
-	}()
-	return func() error { return <-done }
-}
-
-// TestFoldWaitsForTheRunsLastCommit: a message that comes while its
-// conversation's run commits its last turn's completion (a message that
-// did not fold) waits for that commit past FoldWithin, then folds. Its
-// answer is stored when createMessage returns, and the conversation does
-// not stay out of the fold (a closed loop's next message would find the
-// run it started running again). On SQLite, and on PostgreSQL under the
-// lease that run parked.
-func TestFoldWaitsForTheRunsLastCommit(t *testing.T) {
-	for _, leases := range []bool{false, true} {
-		name := map[bool]string{false: "sqlite", true: "postgres"}[leases]
-		t.Run(name, func(t *testing.T) {
-			slow := &slowCompletion{text: "echo first", held: make(chan struct{}), open: make(chan struct{})}
-			wrap := func(c store.Committer) store.Committer { slow.Committer = c; return slow }
-			const within = 20 * time.Millisecond
-			o := turns.DispatcherOptions{FoldWithin: within, Sweep: time.Hour}
-			db := testdb.SQLite(t)
-			if leases {
-				o.Leases, o.LeaseTTL, o.Node, o.Alone = true, 10*time.Second, "n1", func() bool { return true }
-				db = testdb.Postgres(t)
-			}
-			// "first" is pending when the dispatcher starts: it runs as a
-			// message that did not fold.
-			f := newFoldFixtureOn(t, db, turns.FoldableBot(botFunc(echoText)), o, wrap, func(f *foldFixture) { f.storeMessage(t, "first") })
-			<-slow.held
-			before := f.commits.n.Load()
-			done := make(chan []string)
-			go func() {
-				f.post(t, f.conv, "second")
-				done <- f.texts(t)
-			}()
-			select {
-			case got := <-done:
-				close(slow.open)
-				t.Fatalf("createMessage returned while the run's last commit had not ended: %q", got)
-			case <-time.After(10 * within):
-			}
-			close(slow.open)
-			eqStrings(t, "messages once createMessage returned", <-done, "first", "echo first", "second", "echo second")
-			if n := f.commits.n.Load() - before; n != 1 {
-				t.Fatalf("%d commits, want 1 (the second with its answer)", n)
-			}
-		})
-	}
 }

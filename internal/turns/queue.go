@@ -26,9 +26,6 @@ type Queue struct {
 	// idle are closed when their conversation's run ends with nothing
 	// left to run (claimOrWait).
 	idle map[model.ConversationRef]chan struct{}
-	// ending are closed once their conversation's run has ran its last
-	// pending turn and waits for its completion's commit (or has ended).
-	ending map[model.ConversationRef]chan struct{}
 	// storing counts the messages of a conversation a Fold let commit on
 	// their own, until they are committed: their turns are not notified
 	// yet, and a claim meanwhile would read a last turn number about to
@@ -70,17 +67,7 @@ type queued struct {
 type convState struct {
 	notes   int // Notifies while queued or running (since its last take)
 	retries int // lease attempts lost to another node in a row
-	// lastCommit: its run has run every turn it found, and waits for
-	// their completions' commit (Queue.lastCommit).
-	lastCommit bool
 }
-
-// closedChan is a channel closed from the start.
-var closedChan = func() chan struct{} {
-	ch := make(chan struct{})
-	close(ch)
-	return ch
-}()
 
 // AfterCommit returns the store's after-commit hook of the turn pipeline:
 // a committed write's signals are published (publish may be nil), then its
@@ -100,8 +87,7 @@ func (q *Queue) AfterCommit(publish func(...*model.Signal)) store.AfterCommit {
 // NewQueue returns an empty queue.
 func NewQueue() *Queue {
 	q := &Queue{state: map[model.ConversationRef]*convState{}, folding: map[model.ConversationRef]time.Time{},
-		idle: map[model.ConversationRef]chan struct{}{}, ending: map[model.ConversationRef]chan struct{}{},
-		storing: map[model.ConversationRef]int{},
+		idle: map[model.ConversationRef]chan struct{}{}, storing: map[model.ConversationRef]int{},
 		unsent: map[model.ConversationRef]chan struct{}{}}
 	q.cond = sync.NewCond(&q.mu)
 	return q
@@ -165,48 +151,34 @@ func (q *Queue) unsentOf(ref model.ConversationRef) <-chan struct{} {
 
 // claimOrWait is claim, or, when ref is queued or running with nothing
 // notified since (its run has one turn to end, then none), a channel
-// closed once that run ends (idle), and one closed once it only waits for
-// its last completion's commit (ending): a Fold may wait for them rather
-// than commit its message behind a turn that is about to end.
-func (q *Queue) claimOrWait(ref model.ConversationRef) (ok bool, idle, ending <-chan struct{}) {
+// closed once that run ends: a Fold may wait for it rather than commit
+// its message behind a turn that is about to end.
+func (q *Queue) claimOrWait(ref model.ConversationRef) (ok bool, idle <-chan struct{}) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	st := q.state[ref]
 	switch {
 	case q.closed:
-		return false, nil, nil
+		return false, nil
 	case st == nil && q.storing[ref] > 0:
-		return false, chanOf(q.idle, ref), nil // its turn will be notified, then run
+		return false, q.idleChan(ref) // its turn will be notified, then run
 	case st == nil:
 		q.claimed(ref)
-		return true, nil, nil
+		return true, nil
 	case st.notes > 0:
-		return false, nil, nil
-	case st.lastCommit:
-		return false, chanOf(q.idle, ref), closedChan
+		return false, nil
 	}
-	return false, chanOf(q.idle, ref), chanOf(q.ending, ref)
+	return false, q.idleChan(ref)
 }
 
-// chanOf is ref's channel in m, made if need be (q.mu held).
-func chanOf(m map[model.ConversationRef]chan struct{}, ref model.ConversationRef) chan struct{} {
-	ch := m[ref]
+// idleChan is ref's idle channel (q.mu held).
+func (q *Queue) idleChan(ref model.ConversationRef) chan struct{} {
+	ch := q.idle[ref]
 	if ch == nil {
 		ch = make(chan struct{})
-		m[ref] = ch
+		q.idle[ref] = ch
 	}
 	return ch
-}
-
-// lastCommit tells that the run of ref has run every turn it found
-// pending, and now only waits for the commit of their completions.
-func (q *Queue) lastCommit(ref model.ConversationRef) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	if st := q.state[ref]; st != nil {
-		st.lastCommit = true
-	}
-	closeOut(q.ending, ref)
 }
 
 // store counts a message of ref being committed on its own (storing);
@@ -229,11 +201,8 @@ func (q *Queue) store(ref model.ConversationRef) (done func()) {
 	}
 }
 
-// wake closes ref's idle and ending channels (q.mu held).
-func (q *Queue) wake(ref model.ConversationRef) {
-	closeOut(q.idle, ref)
-	closeOut(q.ending, ref)
-}
+// wake closes ref's idle channel (q.mu held).
+func (q *Queue) wake(ref model.ConversationRef) { closeOut(q.idle, ref) }
 
 // closeOut closes ref's channel in m, if any, and forgets it.
 func closeOut(m map[model.ConversationRef]chan struct{}, ref model.ConversationRef) {
@@ -293,7 +262,7 @@ func (q *Queue) release(ref model.ConversationRef, busy bool, own int) {
 		st.retries = 0
 	}
 	again := st.notes > own
-	st.notes, st.lastCommit = 0, false
+	st.notes = 0
 	q.wake(ref) // whatever comes next: a waiting Fold looks again
 	switch {
 	case q.closed:
