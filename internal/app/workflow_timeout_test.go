@@ -105,8 +105,8 @@ func TestTimeoutFiresOnceAcrossNodes(t *testing.T) {
 
 // logTimeoutState logs what tells a timeout that did not fire from one
 // that fired late: each node's readyz (which leads the scheduler, which
-// conversations it holds), the timeouts still stored and the pending
-// turns.
+// conversations it holds), the timeouts still stored and the
+// conversations with pending turns.
 func logTimeoutState(t *testing.T, nodes ...*app.App) {
 	t.Helper()
 	ctx := context.Background()

@@ -27,12 +27,16 @@ func testDeleteWhileWriting(t *testing.T, db store.DB) {
 		conv := newConv(t, db, f.bot.ID, "c", "u", round)
 		var stored, refused atomic.Int64
 		var wg sync.WaitGroup
-		errs := make(chan error, writers+1)
+		errs := make(chan error, writers+1) // one per writer, and the delete's
 		for w := range writers {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
 				for i := 0; ; i++ {
+					if i == 10000 { // the delete never came, or never took
+						errs <- fmt.Errorf("writer %d: still writing after %d messages", w, i)
+						return
+					}
 					m := &model.Message{BotID: f.bot.ID, ConversationID: conv.ID, UserID: "u", Direction: model.DirectionIncoming,
 						Payload: json.RawMessage(fmt.Sprintf(`{"text":"w%d-%d"}`, w, i))}
 					err := committer.Commit(ctx, &store.Write{
