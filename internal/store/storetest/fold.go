@@ -237,6 +237,32 @@ func testUnstoredTurn(t *testing.T, db store.DB) {
 	eq(t, "the number after those given back", after.Seq, inAhead.Seq+1)
 }
 
+// foldedWrite is a write of user u1's message in conv, with its turn,
+// whose Then is what completes that turn (the bot's answer and the turn's
+// deletion), expected to run when the turn gets thenSeq: the write, the
+// message and the answer. They are timed at(2i) and at(2i+1), and their
+// signals' data tell the user's ({"m":"user"}) from the bot's.
+func foldedWrite(botID, conv string, i int, thenSeq int64) (w *store.Write, m, reply *model.Message) {
+	m = &model.Message{BotID: botID, ID: model.NewID(), ConversationID: conv, UserID: "u1",
+		Payload: []byte(`{"type":"text","text":"hi"}`), Direction: model.DirectionIncoming, CreatedAt: at(2 * i)}
+	tn := &model.Turn{BotID: botID, ConversationID: conv, Kind: model.TurnMessage, RefID: m.ID, UserID: "u1", CreatedAt: m.CreatedAt}
+	reply = &model.Message{BotID: botID, ID: model.NewID(), ConversationID: conv, UserID: botID,
+		Payload: []byte(`{"type":"text","text":"echo"}`), Direction: model.DirectionOutgoing, CreatedAt: at(2*i + 1)}
+	w = &store.Write{Local: true, Turn: tn,
+		Apply:  func(ctx context.Context, tx store.Store) error { return tx.Chat().CreateMessage(ctx, m) },
+		Signal: &model.Signal{BotID: botID, ConversationID: conv, Type: model.SignalMessageCreated, Data: []byte(`{"m":"user"}`), CreatedAt: m.CreatedAt},
+		Then: &store.Write{Local: true, Ref: model.ConversationRef{BotID: botID, ConversationID: conv},
+			Apply: func(ctx context.Context, tx store.Store) error {
+				if err := tx.Chat().CreateMessage(ctx, reply); err != nil {
+					return err
+				}
+				return tx.Signals().CompleteTurn(ctx, tn.BotID, tn.ConversationID, tn.Seq)
+			},
+			More: []*model.Signal{{BotID: botID, ConversationID: conv, Type: model.SignalMessageCreated, Data: []byte(`{"m":"bot"}`), CreatedAt: reply.CreatedAt}}},
+		ThenSeq: thenSeq}
+	return w, m, reply
+}
+
 // testWriteThen checks Write.Then through the engine's Committer: it
 // completes the write's turn in the same transaction when the turn got
 // ThenSeq, its signals following the write's; when another turn came in
@@ -253,30 +279,7 @@ func testWriteThen(t *testing.T, db store.DB) {
 	var after []*store.Write
 	cm := db.NewCommitter(func(w *store.Write) { after = append(after, w) })
 
-	// message is a user's message with its turn; reply is what completes
-	// that turn (the bot's answer and the turn's deletion).
-	message := func(i int, thenSeq int64) (*store.Write, *model.Message) {
-		m := &model.Message{BotID: f.bot.ID, ID: model.NewID(), ConversationID: "c1", UserID: "u1",
-			Payload: []byte(`{"type":"text","text":"hi"}`), Direction: model.DirectionIncoming, CreatedAt: at(2 * i)}
-		tn := &model.Turn{BotID: f.bot.ID, ConversationID: "c1", Kind: model.TurnMessage, RefID: m.ID, UserID: "u1", CreatedAt: m.CreatedAt}
-		r := &model.Message{BotID: f.bot.ID, ID: model.NewID(), ConversationID: "c1", UserID: f.bot.ID,
-			Payload: []byte(`{"type":"text","text":"echo"}`), Direction: model.DirectionOutgoing, CreatedAt: at(2*i + 1)}
-		w := &store.Write{Local: true, Turn: tn,
-			Apply:  func(ctx context.Context, tx store.Store) error { return tx.Chat().CreateMessage(ctx, m) },
-			Signal: &model.Signal{BotID: f.bot.ID, ConversationID: "c1", Type: model.SignalMessageCreated, Data: []byte(`{"m":"user"}`), CreatedAt: m.CreatedAt},
-			Then: &store.Write{Local: true, Ref: model.ConversationRef{BotID: f.bot.ID, ConversationID: "c1"},
-				Apply: func(ctx context.Context, tx store.Store) error {
-					if err := tx.Chat().CreateMessage(ctx, r); err != nil {
-						return err
-					}
-					return tx.Signals().CompleteTurn(ctx, tn.BotID, tn.ConversationID, tn.Seq)
-				},
-				More: []*model.Signal{{BotID: f.bot.ID, ConversationID: "c1", Type: model.SignalMessageCreated, Data: []byte(`{"m":"bot"}`), CreatedAt: r.CreatedAt}}},
-			ThenSeq: thenSeq}
-		return w, r
-	}
-
-	w, reply := message(1, 1)
+	w, _, reply := foldedWrite(f.bot.ID, "c1", 1, 1)
 	ok(t, cm.Commit(ctx, w))
 	pending, err := db.Signals().PendingTurns(ctx, f.bot.ID, "c1", 10)
 	ok(t, err)
@@ -297,7 +300,7 @@ func testWriteThen(t *testing.T, db store.DB) {
 	eq(t, "the turn's number", w.Turn.Seq, int64(1))
 
 	// Another turn came in between: its number is not ThenSeq.
-	w, reply = message(2, 2)
+	w, _, reply = foldedWrite(f.bot.ID, "c1", 2, 2)
 	ok(t, db.Signals().EnqueueTurn(ctx, &model.Turn{BotID: f.bot.ID, ConversationID: "c1", Kind: model.TurnEvent, RefID: "e"}))
 	ok(t, cm.Commit(ctx, w))
 	if w.ThenRan() {
@@ -329,7 +332,7 @@ func testWriteThen(t *testing.T, db store.DB) {
 		err    error
 	}{{"accepts", true, nil}, {"refuses", false, nil}, {"fails", false, errors.New("check failed")}} {
 		seq++
-		w, reply = message(int(seq), seq)
+		w, _, reply = foldedWrite(f.bot.ID, "c1", int(seq), seq)
 		asked := false
 		w.ThenIf = func(ctx context.Context, tx store.Store) (bool, error) {
 			asked = true

@@ -1,7 +1,6 @@
 package storetest
 
 import (
-	"context"
 	"errors"
 	"testing"
 	"time"
@@ -32,24 +31,12 @@ func testWriteThenChecks(t *testing.T, db store.DB) {
 	fence := &store.Fence{Name: "conv:c1", Holder: "n1", Epoch: l1.Epoch, Renew: time.Minute}
 
 	var last int64 // the conversation's last turn number
+	n := 0
 	write := func(conv string, fence *store.Fence, thenSeq int64) (*store.Write, *model.Message, *model.Message) {
-		m := &model.Message{BotID: f.bot.ID, ID: model.NewID(), ConversationID: conv, UserID: "u1",
-			Payload: []byte(`{"type":"text","text":"hi"}`), Direction: model.DirectionIncoming}
-		r := &model.Message{BotID: f.bot.ID, ID: model.NewID(), ConversationID: conv, UserID: f.bot.ID,
-			Payload: []byte(`{"type":"text","text":"echo"}`), Direction: model.DirectionOutgoing}
-		tn := &model.Turn{BotID: f.bot.ID, ConversationID: conv, Kind: model.TurnMessage, RefID: m.ID, UserID: "u1"}
-		return &store.Write{Local: true, Turn: tn, Fence: fence, ThenSeq: thenSeq,
-			Apply:  func(ctx context.Context, tx store.Store) error { return tx.Chat().CreateMessage(ctx, m) },
-			Signal: &model.Signal{BotID: f.bot.ID, ConversationID: conv, Type: model.SignalMessageCreated, Data: []byte(`{}`)},
-			Then: &store.Write{Local: true, Ref: model.ConversationRef{BotID: f.bot.ID, ConversationID: conv},
-				Apply: func(ctx context.Context, tx store.Store) error {
-					if err := tx.Chat().CreateMessage(ctx, r); err != nil {
-						return err
-					}
-					return tx.Signals().CompleteTurn(ctx, tn.BotID, tn.ConversationID, tn.Seq)
-				},
-				More: []*model.Signal{{BotID: f.bot.ID, ConversationID: conv, Type: model.SignalMessageCreated, Data: []byte(`{}`)}}},
-		}, m, r
+		n++
+		w, m, r := foldedWrite(f.bot.ID, conv, n, thenSeq)
+		w.Fence = fence
+		return w, m, r
 	}
 	stored := func(m *model.Message) bool {
 		t.Helper()
