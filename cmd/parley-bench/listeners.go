@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -20,7 +21,30 @@ type listenResult struct {
 	goBefore, goAfter goMem // the Go runtime's view (/metrics)
 	fanout            []time.Duration
 	missing           int
-	opening           time.Duration // to open the n streams, one after the other
+	opening           time.Duration                    // to open the n streams, one after the other
+	idleCPU           struct{ server, clients cpuUse } // while they are idle
+}
+
+// cpuUse is CPU time used over a wall time.
+type cpuUse struct{ cpu, over time.Duration }
+
+// perSecond formats it as milliseconds of CPU a second for each 1,000 of
+// n listeners.
+func (u cpuUse) perSecond(n float64) string {
+	if u.over <= 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%.1f ms/s", float64(u.cpu)/float64(time.Millisecond)/u.over.Seconds()*1000/n)
+}
+
+// selfCPUTime is the CPU time this process (the listening clients) has
+// used.
+func selfCPUTime() time.Duration {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // fanouts is how many messages are fanned out to the idle listeners, one
@@ -31,16 +55,19 @@ const (
 	fanoutWait = 10 * time.Second
 )
 
-// idleListeners opens n SSE streams on one conversation, reads the
-// server's resident memory once they are idle, then sends fanouts
-// messages, one at a time, and times each one's arrival on every stream.
+// idleListeners opens n SSE streams on one conversation, leaves them idle
+// for idle (the server's heartbeats and keepalives go on: their CPU, the
+// server's and the clients', is measured over the last 80 % of it, once
+// the streams opened last are idle too), reads the server's resident
+// memory, then sends fanouts messages, one at a time, and times each one's
+// arrival on every stream.
 //
 // The streams are read as a lean SSE client would (rawListen): on a 2-core
 // machine the listening process shares the CPU with the server, and Go's
 // HTTP client (its per-connection goroutines and channels) took 1.7× a raw
 // reader's CPU per arrival: 570 against 340 ms for five fan-outs to 10,000
 // streams, while the server took 710 ms.
-func idleListeners(p *parleyTarget, n int) (listenResult, error) {
+func idleListeners(p *parleyTarget, n int, idle time.Duration) (listenResult, error) {
 	var res listenResult
 	c := p.open[0]
 	time.Sleep(time.Second)
@@ -85,7 +112,12 @@ func idleListeners(p *parleyTarget, n int) (listenResult, error) {
 		}()
 	}
 	res.opening = time.Since(opened)
-	time.Sleep(2 * time.Second) // idle
+	time.Sleep(idle / 5)
+	from, server, clients := time.Now(), cpuTime(p.pid()), selfCPUTime()
+	time.Sleep(idle - idle/5)
+	over := time.Since(from)
+	res.idleCPU.server = cpuUse{cpuTime(p.pid()) - server, over}
+	res.idleCPU.clients = cpuUse{selfCPUTime() - clients, over}
 	res.after, res.goAfter = rssKB(p.pid()), readGoMem(p.url)
 	for i := range fanouts {
 		text := string(prefix) + strconv.Itoa(i)

@@ -53,6 +53,7 @@ type options struct {
 	rateDuration time.Duration
 	convs        int
 	listeners    int
+	idle         time.Duration
 	cpuprofile   string
 	env          []string
 	botkit       string // directory of Botkit's echo bot; "" leaves it out
@@ -108,6 +109,7 @@ func parse(args []string) (options, error) {
 	fs.DurationVar(&o.rateDuration, "rate-duration", 5*time.Second, "open-loop run time per rate")
 	fs.IntVar(&o.convs, "convs", 100, "conversations of the open-loop runs")
 	fs.IntVar(&o.listeners, "listeners", 1000, "idle SSE listeners (0 skips)")
+	fs.DurationVar(&o.idle, "idle", 10*time.Second, "how long the listeners stay idle before their memory is read (their CPU is measured over the last 80 % of it)")
 	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of this build's Parley server to FILE.ENGINE, and its allocations to FILE.ENGINE.allocs")
 	botkit := fs.String("botkit", defaultBotkit, "Botkit's echo bot in `DIR` (bench/botkit once npm ci ran there), run side by side in the closed loop; empty leaves it out (the default is left out when it has no node_modules)")
 	if _, err := parseFlags(fs, args); err != nil {
@@ -260,18 +262,19 @@ func runEngine(o options, engine, dir string) (map[string]float64, error) {
 	// 4. Idle listeners, first: the servers have no garbage yet.
 	if o.listeners > 0 {
 		fmt.Printf("## Goal 4: %d idle SSE listeners on one conversation\n\n", o.listeners)
-		fmt.Println("| target | RSS before | RSS with listeners | RSS per listener | Go heap+stacks per listener | of which stacks | goroutines per listener | fan-out p50 | fan-out p99 | arrivals | listens/s |")
-		fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|")
+		fmt.Println("| target | RSS before | RSS with listeners | RSS per listener | Go heap+stacks per listener | of which stacks | goroutines per listener | idle CPU per 1,000 listeners (server, clients) | fan-out p50 | fan-out p99 | arrivals | listens/s |")
+		fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|---|")
 		for _, p := range ps {
-			r, err := idleListeners(p, o.listeners)
+			r, err := idleListeners(p, o.listeners, o.idle)
 			if err != nil {
 				return nil, err
 			}
 			n := float64(o.listeners)
-			fmt.Printf("| %s | %d KB | %d KB | %.1f KB | %.1f KB | %.1f KB | %.2f | %s | %s | %d | %.0f |\n", p.name, r.before, r.after,
+			fmt.Printf("| %s | %d KB | %d KB | %.1f KB | %.1f KB | %.1f KB | %.2f | %s, %s | %s | %s | %d | %.0f |\n", p.name, r.before, r.after,
 				float64(r.after-r.before)/n, float64(r.goAfter.heapStack-r.goBefore.heapStack)/1024/n,
 				float64(r.goAfter.stacks-r.goBefore.stacks)/1024/n,
-				float64(r.goAfter.goroutines-r.goBefore.goroutines)/n, ms(pct(r.fanout, r.missing, 0.5)), ms(pct(r.fanout, r.missing, 0.99)), len(r.fanout), n/r.opening.Seconds())
+				float64(r.goAfter.goroutines-r.goBefore.goroutines)/n, r.idleCPU.server.perSecond(n), r.idleCPU.clients.perSecond(n),
+				ms(pct(r.fanout, r.missing, 0.5)), ms(pct(r.fanout, r.missing, 0.99)), len(r.fanout), n/r.opening.Seconds())
 		}
 	}
 	// 1. Throughput, targets alternating within each round.

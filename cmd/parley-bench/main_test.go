@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -40,7 +41,7 @@ func TestBenchRuns(t *testing.T) {
 		t.Skip("starts servers")
 	}
 	o, err := parse([]string{"-duration", "1s", "-conns", "2", "-convs", "4", "-rates", "20",
-		"-rate-duration", "1s", "-listeners", "5"})
+		"-rate-duration", "1s", "-listeners", "5", "-idle", "1s"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,8 +54,14 @@ func TestBenchRuns(t *testing.T) {
 		t.Fatalf("sustained rates = %v", got)
 	}
 	// Goal 4's table: every listener got every fanned-out message.
-	if a := fanoutArrivals(out); a["parley"] != 5*fanouts {
+	if a := goal4Column(out, "arrivals"); a["parley"] != strconv.Itoa(5*fanouts) {
 		t.Errorf("fan-out arrivals by target = %v, want parley: %d (5 listeners × %d messages)", a, 5*fanouts, fanouts)
+	}
+	// The idle listeners' CPU, the server's and the clients'.
+	idle := goal4Column(out, "idle CPU per 1,000 listeners (server, clients)")["parley"]
+	var server, clients float64
+	if _, err := fmt.Sscanf(idle, "%f ms/s, %f ms/s", &server, &clients); err != nil || server < 0 || clients < 0 {
+		t.Errorf("idle CPU = %q, want two figures in ms/s", idle)
 	}
 	// The stages table, from this build's metrics: one commit per message
 	// when the bot's answer is committed with it (a fold, which waits for
@@ -70,23 +77,20 @@ func TestBenchRuns(t *testing.T) {
 	}
 }
 
-// fanoutArrivals reads the arrivals column of goal 4's table by target.
-func fanoutArrivals(out string) map[string]int {
-	got := map[string]int{}
+// goal4Column reads a column of goal 4's table by target.
+func goal4Column(out, name string) map[string]string {
+	got := map[string]string{}
 	_, table, _ := strings.Cut(out, "## Goal 4:")
 	table, _, _ = strings.Cut(table, "\n\n## ")
 	col := -1
 	for _, line := range strings.Split(table, "\n") {
 		cells := strings.Split(strings.Trim(line, "| "), " | ")
 		if cells[0] == "target" {
-			col = slices.Index(cells, "arrivals")
+			col = slices.Index(cells, name)
 			continue
 		}
-		if col < 0 || len(cells) <= col {
-			continue
-		}
-		if n, err := strconv.Atoi(cells[col]); err == nil {
-			got[cells[0]] = n
+		if col >= 0 && len(cells) > col {
+			got[cells[0]] = cells[col]
 		}
 	}
 	return got

@@ -148,7 +148,7 @@ func NewHub(log SignalLog, broker Broker, opts Options) *Hub {
 	opts.defaults()
 	h := &Hub{opts: opts, log: log, broker: broker, topics: map[topicKey]*topic{}, users: map[topicKey]int{},
 		fetchQ: make(chan topicKey, 1024)}
-	h.parking.init()
+	h.parking.init(h.opts)
 	return h
 }
 

@@ -31,11 +31,12 @@ import (
 //     Encoder (which may look things up), continues on a goroutine of its
 //     own (work(true)), with the full write deadline, until it is idle
 //     again; so a slow client never holds up the others.
-//   - One ticker per hub (tick) walks the parked streams for heartbeats
-//     and keepalives; it stops when none is parked.
+//   - One ticker per hub (tick) looks at the streams whose heartbeat or
+//     keepalive may be due, which wait for it in a timing wheel
+//     (parkwheel.go); it stops when none is parked.
 //   - A failed write ends the stream: its connection is closed and it
 //     unsubscribes. A client that went away is found by the next
-//     heartbeat (Options.Heartbeat/2) or keepalive. Hub.Close ends every
+//     heartbeat (Options.Heartbeat) or keepalive. Hub.Close ends every
 //     parked stream, closing the connections still open after 2 s.
 //
 // The response is chunked (net/http chose it when Hijack sent the headers,
@@ -228,6 +229,7 @@ func (s *connSink) close(clean bool) {
 type parking struct {
 	mu      sync.Mutex
 	streams map[*parked]struct{}
+	due     wheel // every parked stream, by when to look at it
 	ticking bool
 	closed  bool
 	wg      sync.WaitGroup // parked streams not ended yet
@@ -239,8 +241,9 @@ type parking struct {
 	workers int
 }
 
-func (pk *parking) init() {
+func (pk *parking) init(o Options) {
 	pk.streams = map[*parked]struct{}{}
+	pk.due = newWheel(o.tickPeriod())
 	pk.life, pk.end = context.WithCancel(context.Background())
 }
 
@@ -270,6 +273,7 @@ func (h *Hub) park(st *stream, cs *connSink, ctx context.Context) {
 		return
 	}
 	pk.streams[p] = struct{}{}
+	pk.due.add(p, p.due(h.opts))
 	pk.wg.Add(1)
 	if !pk.ticking {
 		pk.ticking = true
@@ -379,8 +383,8 @@ func (p *parked) step(own bool) int {
 		return p.end(true)
 	}
 	if p.keep.Load() {
-		if !own {
-			return stepHandoff // it reads the log
+		if !own && st.keepaliveReads() {
+			return stepHandoff // not in a worker shared by every stream
 		}
 		p.keep.Store(false)
 		if st.keepalive(ctx) != nil {
@@ -422,7 +426,7 @@ func (p *parked) step(own bool) int {
 		}
 		p.keepAt.Store(time.Now().Add(o.Keepalive).UnixNano())
 	}
-	if p.beat.Swap(false) && o.Heartbeat > 0 && time.Now().UnixNano()-s.lastWrite.Load() >= int64(o.Heartbeat/2) {
+	if p.beat.Swap(false) && o.Heartbeat > 0 && time.Now().UnixNano()-s.lastWrite.Load() >= int64(o.beatAfter()) {
 		if st.writeRaw(heartbeat) != nil || st.flush() != nil {
 			return p.end(false)
 		}
@@ -447,20 +451,16 @@ func (p *parked) end(clean bool) int {
 	return stepEnded
 }
 
-// tick walks the parked streams for due heartbeats and keepalives, until
-// none is parked.
+// tick looks at the parked streams whose slot of the wheel came, until
+// none is parked: it schedules those whose heartbeat or keepalive is due,
+// and puts the others back for when it will be.
 func (h *Hub) tick() {
 	o := h.opts
-	// A short period spreads the heartbeats of streams opened together.
-	period := o.Keepalive / 8
-	if o.Heartbeat > 0 {
-		period = min(period, o.Heartbeat/20)
-	}
-	period = max(period, 5*time.Millisecond)
+	period := o.tickPeriod()
 	t := time.NewTicker(period)
 	defer t.Stop()
 	pk := &h.parking
-	var wake []*parked
+	var look, wake []*parked
 	for {
 		select {
 		case <-pk.life.Done():
@@ -476,21 +476,30 @@ func (h *Hub) tick() {
 				pk.mu.Unlock()
 				return
 			}
-			for p := range pk.streams {
-				due := false
-				if o.Heartbeat > 0 && n-p.sink.lastWrite.Load() >= int64(o.Heartbeat/2) {
+			look = pk.due.take(n, look[:0])
+			for _, p := range look {
+				if _, parked := pk.streams[p]; !parked {
+					continue // ended: it leaves the wheel
+				}
+				at := p.due(o)
+				if n < at {
+					pk.due.add(p, at)
+					continue
+				}
+				if o.Heartbeat > 0 && n-p.sink.lastWrite.Load() >= int64(o.beatAfter()) {
 					p.beat.Store(true)
-					due = true
 				}
 				if n >= p.keepAt.Load() {
 					p.keep.Store(true)
-					due = true
 				}
-				if due && p.sched.CompareAndSwap(false, true) {
+				if p.sched.CompareAndSwap(false, true) {
 					wake = append(wake, p)
 				}
+				// Looked at again once its work has had a tick to run.
+				pk.due.add(p, n+int64(period))
 			}
 			pk.mu.Unlock()
+			clear(look)
 			if len(wake) > 0 {
 				h.enqueue(wake...)
 				clear(wake)
