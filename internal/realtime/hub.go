@@ -121,6 +121,10 @@ type topic struct {
 	high     int64
 	fetching bool  // a remote read is queued or running
 	want     int64 // highest seq announced by a remote wake-up
+	// logHigh is the last seq a stream found in the log when it read it
+	// to its end at logReadAt (unix ns): the keepalives' shared read.
+	logHigh   int64
+	logReadAt int64
 }
 
 // Hub is the signal fan-out of one node.
@@ -457,6 +461,25 @@ func (h *Hub) fetch(ctx context.Context, k topicKey) {
 		}
 		h.fanout(k, sigs)
 	}
+}
+
+// logReadTo records that a stream read the conversation's log to its end,
+// last seq, in a read started at at.
+func (h *Hub) logReadTo(k topicKey, last int64, at time.Time) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if t := h.topics[k]; t != nil && at.UnixNano() > t.logReadAt {
+		t.logHigh, t.logReadAt = last, at.UnixNano()
+	}
+}
+
+// logReadRecently reports whether a stream of the conversation read its
+// log within half a Keepalive and found nothing after cursor.
+func (h *Hub) logReadRecently(k topicKey, cursor int64) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	t := h.topics[k]
+	return t != nil && t.logHigh <= cursor && time.Now().UnixNano()-t.logReadAt < int64(h.opts.Keepalive/2)
 }
 
 // subscribe registers a stream of a conversation for userID, within the

@@ -383,11 +383,12 @@ func (p *parked) step(own bool) int {
 		return p.end(true)
 	}
 	if p.keep.Load() {
-		if !own && st.keepaliveReads() {
+		read := st.keepaliveReads()
+		if !own && read {
 			return stepHandoff // not in a worker shared by every stream
 		}
 		p.keep.Store(false)
-		if st.keepalive(ctx) != nil {
+		if st.keepalive(ctx, read) != nil {
 			return p.end(false)
 		}
 		if st.ended {

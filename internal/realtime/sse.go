@@ -278,7 +278,7 @@ func (st *stream) loop(ctx context.Context) {
 			}
 			keep.Reset(o.Keepalive)
 		case <-keep.C:
-			if st.keepalive(ctx) != nil || st.ended {
+			if st.keepalive(ctx, st.keepaliveReads()) != nil || st.ended {
 				return
 			}
 			keep.Reset(o.Keepalive)
@@ -287,9 +287,10 @@ func (st *stream) loop(ctx context.Context) {
 }
 
 // keepalive is the idle stream's safety net for a missed cross-node
-// wake-up: it looks at the log before saying it is idle with a ping.
-func (st *stream) keepalive(ctx context.Context) error {
-	if st.keepaliveReads() {
+// wake-up: it looks at the log (when read: keepaliveReads) before saying
+// it is idle with a ping.
+func (st *stream) keepalive(ctx context.Context, read bool) error {
+	if read {
 		if err := st.catchUp(ctx); err != nil {
 			return err
 		}
@@ -307,9 +308,12 @@ func (st *stream) keepalive(ctx context.Context) error {
 // NOTIFY): a hub without a broker is the only node, whose every commit is
 // published to it (the store's after-commit hook), so its streams' pings
 // need no read (with 10,000 idle listeners and the default Keepalive, 400
-// reads a second).
+// reads a second). With a broker, a stream of a conversation whose log
+// another stream read up to its cursor within half a Keepalive needs no
+// read either: 10,000 listeners of one conversation read it about twice
+// per Keepalive, not 10,000 times.
 func (st *stream) keepaliveReads() bool {
-	return st.cursor >= 0 && st.hub.broker != nil
+	return st.cursor >= 0 && st.hub.broker != nil && !st.hub.logReadRecently(st.sub.key, st.cursor)
 }
 
 // deliver writes a live signal, first filling any hole before it from the
@@ -340,6 +344,7 @@ func (st *stream) hole(it *item) bool {
 // catchUp writes every logged signal after the cursor.
 func (st *stream) catchUp(ctx context.Context) error {
 	for !st.ended {
+		readAt := time.Now()
 		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		sigs, err := st.hub.log.SignalsAfter(rctx, st.req.BotID, st.req.ConversationID, st.cursor, replayPage)
 		cancel()
@@ -364,6 +369,7 @@ func (st *stream) catchUp(ctx context.Context) error {
 			}
 		}
 		if len(sigs) < replayPage {
+			st.hub.logReadTo(st.sub.key, st.cursor, readAt)
 			return nil
 		}
 	}
