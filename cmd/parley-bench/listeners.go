@@ -23,6 +23,11 @@ type listenResult struct {
 	missing           int
 	opening           time.Duration                    // to open the n streams, one after the other
 	idleCPU           struct{ server, clients cpuUse } // while they are idle
+	// The CPU time of the fan-outs, from each message's send to its last
+	// arrival: the server's (HTTP, the turn and the commit included) and
+	// the listening clients'. On a machine that runs both, their sum over
+	// the cores bounds the fan-out's time from below.
+	fanoutCPU struct{ server, clients time.Duration }
 }
 
 // cpuUse is CPU time used over a wall time.
@@ -128,12 +133,15 @@ func idleListeners(p *parleyTarget, n int, idle time.Duration) (listenResult, er
 			arrived[j].Store(0)
 		}
 		marker.Store(&m)
+		server, clients := cpuTime(p.pid()), selfCPUTime()
 		sent := time.Now()
 		send(p.chat.base, c, text)
 		deadline := sent.Add(fanoutWait)
 		for count.Load() < int64(n) && time.Now().Before(deadline) {
 			time.Sleep(time.Millisecond)
 		}
+		res.fanoutCPU.server += cpuTime(p.pid()) - server
+		res.fanoutCPU.clients += selfCPUTime() - clients
 		marker.Store(nil)
 		for j := range arrived {
 			if at := arrived[j].Load(); at != 0 {

@@ -262,19 +262,20 @@ func runEngine(o options, engine, dir string) (map[string]float64, error) {
 	// 4. Idle listeners, first: the servers have no garbage yet.
 	if o.listeners > 0 {
 		fmt.Printf("## Goal 4: %d idle SSE listeners on one conversation\n\n", o.listeners)
-		fmt.Println("| target | RSS before | RSS with listeners | RSS per listener | Go heap+stacks per listener | of which stacks | goroutines per listener | idle CPU per 1,000 listeners (server, clients) | fan-out p50 | fan-out p99 | arrivals | listens/s |")
-		fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|---|")
+		fmt.Println("| target | RSS before | RSS with listeners | RSS per listener | Go heap+stacks per listener | of which stacks | goroutines per listener | idle CPU per 1,000 listeners (server, clients) | fan-out p50 | fan-out p99 | CPU per fan-out (server, clients) | arrivals | listens/s |")
+		fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 		for _, p := range ps {
 			r, err := idleListeners(p, o.listeners, o.idle)
 			if err != nil {
 				return nil, err
 			}
 			n := float64(o.listeners)
-			fmt.Printf("| %s | %d KB | %d KB | %.1f KB | %.1f KB | %.1f KB | %.2f | %s, %s | %s | %s | %d | %.0f |\n", p.name, r.before, r.after,
+			fmt.Printf("| %s | %d KB | %d KB | %.1f KB | %.1f KB | %.1f KB | %.2f | %s, %s | %s | %s | %s, %s | %d | %.0f |\n", p.name, r.before, r.after,
 				float64(r.after-r.before)/n, float64(r.goAfter.heapStack-r.goBefore.heapStack)/1024/n,
 				float64(r.goAfter.stacks-r.goBefore.stacks)/1024/n,
 				float64(r.goAfter.goroutines-r.goBefore.goroutines)/n, r.idleCPU.server.perSecond(n), r.idleCPU.clients.perSecond(n),
-				ms(pct(r.fanout, r.missing, 0.5)), ms(pct(r.fanout, r.missing, 0.99)), len(r.fanout), n/r.opening.Seconds())
+				ms(pct(r.fanout, r.missing, 0.5)), ms(pct(r.fanout, r.missing, 0.99)),
+				ms(r.fanoutCPU.server/fanouts), ms(r.fanoutCPU.clients/fanouts), len(r.fanout), n/r.opening.Seconds())
 		}
 	}
 	// 1. Throughput, targets alternating within each round.

@@ -63,6 +63,10 @@ func TestBenchRuns(t *testing.T) {
 	if _, err := fmt.Sscanf(idle, "%f ms/s, %f ms/s", &server, &clients); err != nil || server < 0 || clients < 0 {
 		t.Errorf("idle CPU = %q, want two figures in ms/s", idle)
 	}
+	perFanout := goal4Column(out, "CPU per fan-out (server, clients)")["parley"]
+	if _, err := fmt.Sscanf(perFanout, "%f ms, %f ms", &server, &clients); err != nil || server < 0 || clients < 0 {
+		t.Errorf("CPU per fan-out = %q, want two figures in ms", perFanout)
+	}
 	// The stages table, from this build's metrics: one commit per message
 	// when the bot's answer is committed with it (a fold, which waits for
 	// no worker: dashes there when every turn was folded), two when not.
