@@ -2,8 +2,6 @@ package realtime
 
 import (
 	"context"
-	"net/http"
-	"net/http/httptest"
 	"slices"
 	"sync/atomic"
 	"testing"
@@ -62,14 +60,8 @@ func TestParkedHeartbeatSpacing(t *testing.T) {
 	const hb = 200 * time.Millisecond
 	log := &memLog{}
 	h := NewHub(log, nil, Options{FirstFrameDelay: time.Millisecond, Heartbeat: hb, Keepalive: time.Minute})
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_ = h.Serve(w, r, StreamRequest{BotID: "b", ConversationID: "c", UserID: "u"},
-			func(context.Context) error { return nil })
-	}))
-	defer func() { h.Close(); srv.Close() }()
-	s := dialStream(t, srv.Listener.Addr().String())
-	waitFor(t, "the stream parked", 5*time.Second, func() bool { return h.Parked() == 1 })
-	s.head(t)
+	defer h.Close()
+	s := parkedStream(t, h)
 	var beats []time.Time
 	_ = s.conn.SetReadDeadline(time.Now().Add(10 * time.Second))
 	for len(beats) < 7 {

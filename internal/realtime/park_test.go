@@ -72,6 +72,17 @@ func (s *rawStream) until(t *testing.T, want string) {
 	}
 }
 
+// parkedStream opens a stream of h on a raw connection, and returns it
+// parked, its response head read.
+func parkedStream(t *testing.T, h *Hub) *rawStream {
+	t.Helper()
+	srv := serveHub(t, h, "u")
+	s := dialStream(t, srv.Listener.Addr().String())
+	waitFor(t, "the stream parked", 5*time.Second, func() bool { return h.Parked() == 1 })
+	s.head(t)
+	return s
+}
+
 // settledGoroutines returns how many goroutines there are beyond before,
 // once ok accepts that number or timeout passed (then the last count).
 func settledGoroutines(before int, timeout time.Duration, ok func(delta int) bool) int {
@@ -232,14 +243,8 @@ func idleBuffers(h *Hub) (held, checked int) {
 func TestParkedSlowReader(t *testing.T) {
 	log := &memLog{}
 	h := NewHub(log, nil, Options{FirstFrameDelay: time.Millisecond, Keepalive: time.Minute, Heartbeat: -1})
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_ = h.Serve(w, r, StreamRequest{BotID: "b", ConversationID: "c", UserID: "u"},
-			func(context.Context) error { return nil })
-	}))
-	defer func() { h.Close(); srv.Close() }()
-	s := dialStream(t, srv.Listener.Addr().String())
-	waitFor(t, "the stream parked", 5*time.Second, func() bool { return h.Parked() == 1 })
-	s.head(t)
+	defer h.Close()
+	s := parkedStream(t, h)
 
 	const n, size = 120, 50 << 10 // 6 MB: more than loopback's socket buffers take
 	want := make([]string, n)
