@@ -427,7 +427,7 @@ func (p *parked) step(own bool) int {
 		}
 		p.keepAt.Store(time.Now().Add(o.Keepalive).UnixNano())
 	}
-	if p.beat.Swap(false) && o.Heartbeat > 0 && time.Now().UnixNano()-s.lastWrite.Load() >= int64(o.beatAfter()) {
+	if p.beat.Swap(false) && time.Now().UnixNano() >= p.beatAt(o) {
 		if st.writeRaw(heartbeat) != nil || st.flush() != nil {
 			return p.end(false)
 		}
@@ -487,7 +487,7 @@ func (h *Hub) tick() {
 					pk.due.add(p, at)
 					continue
 				}
-				if o.Heartbeat > 0 && n-p.sink.lastWrite.Load() >= int64(o.beatAfter()) {
+				if n >= p.beatAt(o) {
 					p.beat.Store(true)
 				}
 				if n >= p.keepAt.Load() {

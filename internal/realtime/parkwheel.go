@@ -1,6 +1,9 @@
 package realtime
 
-import "time"
+import (
+	"math"
+	"time"
+)
 
 // The parked streams' heartbeats and keepalives are due at times that each
 // write moves on. The ticker used to walk every parked stream at every
@@ -75,11 +78,16 @@ func (o Options) beatAfter() time.Duration {
 	return max(o.Heartbeat/2, o.Heartbeat-2*o.tickPeriod())
 }
 
+// beatAt is when p's heartbeat is due, in unix ns (never without
+// heartbeats).
+func (p *parked) beatAt(o Options) int64 {
+	if o.Heartbeat <= 0 {
+		return math.MaxInt64
+	}
+	return p.sink.lastWrite.Load() + int64(o.beatAfter())
+}
+
 // due is when p's heartbeat or keepalive is next due, in unix ns.
 func (p *parked) due(o Options) int64 {
-	at := p.keepAt.Load()
-	if o.Heartbeat > 0 {
-		at = min(at, p.sink.lastWrite.Load()+int64(o.beatAfter()))
-	}
-	return at
+	return min(p.keepAt.Load(), p.beatAt(o))
 }
