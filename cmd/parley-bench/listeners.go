@@ -8,11 +8,11 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 )
 
@@ -40,16 +40,6 @@ func (u cpuUse) perSecond(n float64) string {
 		return "–"
 	}
 	return fmt.Sprintf("%.1f ms/s", float64(u.cpu)/float64(time.Millisecond)/u.over.Seconds()*1000/n)
-}
-
-// selfCPUTime is the CPU time this process (the listening clients) has
-// used.
-func selfCPUTime() time.Duration {
-	var ru syscall.Rusage
-	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // fanouts is how many messages are fanned out to the idle listeners, one
@@ -118,11 +108,11 @@ func idleListeners(p *parleyTarget, n int, idle time.Duration) (listenResult, er
 	}
 	res.opening = time.Since(opened)
 	time.Sleep(idle / 5)
-	from, server, clients := time.Now(), cpuTime(p.pid()), selfCPUTime()
+	from, server, clients := time.Now(), cpuTime(p.pid()), cpuTime(os.Getpid())
 	time.Sleep(idle - idle/5)
 	over := time.Since(from)
 	res.idleCPU.server = cpuUse{cpuTime(p.pid()) - server, over}
-	res.idleCPU.clients = cpuUse{selfCPUTime() - clients, over}
+	res.idleCPU.clients = cpuUse{cpuTime(os.Getpid()) - clients, over}
 	res.after, res.goAfter = rssKB(p.pid()), readGoMem(p.url)
 	for i := range fanouts {
 		text := string(prefix) + strconv.Itoa(i)
@@ -133,7 +123,7 @@ func idleListeners(p *parleyTarget, n int, idle time.Duration) (listenResult, er
 			arrived[j].Store(0)
 		}
 		marker.Store(&m)
-		server, clients := cpuTime(p.pid()), selfCPUTime()
+		server, clients := cpuTime(p.pid()), cpuTime(os.Getpid())
 		sent := time.Now()
 		send(p.chat.base, c, text)
 		deadline := sent.Add(fanoutWait)
@@ -141,7 +131,7 @@ func idleListeners(p *parleyTarget, n int, idle time.Duration) (listenResult, er
 			time.Sleep(time.Millisecond)
 		}
 		res.fanoutCPU.server += cpuTime(p.pid()) - server
-		res.fanoutCPU.clients += selfCPUTime() - clients
+		res.fanoutCPU.clients += cpuTime(os.Getpid()) - clients
 		marker.Store(nil)
 		for j := range arrived {
 			if at := arrived[j].Load(); at != 0 {
