@@ -54,3 +54,11 @@ func SetLeaseLinger(d *Dispatcher, linger time.Duration) { d.linger = linger }
 // Parked tells whether d holds ref's lease parked, fresh enough for a
 // Fold to reuse.
 func Parked(d *Dispatcher, ref model.ConversationRef) bool { return d.parkedFresh(ref) }
+
+// Released tells whether q holds ref neither queued, running nor claimed
+// by a Fold.
+func Released(q *Queue, ref model.ConversationRef) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.state[ref] == nil
+}

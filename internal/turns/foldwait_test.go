@@ -128,7 +128,11 @@ func TestFoldWaitsForAMessageBeingStored(t *testing.T) {
 	go func() { f.post(t, f.conv, "b"); close(bDone) }() // commits on its own, held at the gate
 	time.Sleep(100 * time.Millisecond)
 	close(releaseA)
-	waitUntil(t, "the answer to a", func() bool { return len(f.signalTexts(t)) == 2 })
+	// Once a's fold has released the conversation too: a message that
+	// comes before would find a run with a turn notified, and commit alone.
+	waitUntil(t, "the answer to a", func() bool {
+		return len(f.signalTexts(t)) == 2 && turns.Released(f.queue, f.ref())
+	})
 	cDone := make(chan []string)
 	go func() { f.post(t, f.conv, "c"); cDone <- f.signalTexts(t) }()
 	select {
@@ -166,7 +170,11 @@ func TestFoldWaitsNotForAMessageNotStored(t *testing.T) {
 	}()
 	time.Sleep(100 * time.Millisecond)
 	close(releaseA)
-	waitUntil(t, "the answer to a", func() bool { return len(f.signalTexts(t)) == 2 })
+	// Once a's fold has released the conversation too: a message that
+	// comes before would find a run with a turn notified, and commit alone.
+	waitUntil(t, "the answer to a", func() bool {
+		return len(f.signalTexts(t)) == 2 && turns.Released(f.queue, f.ref())
+	})
 	cDone := make(chan []string)
 	go func() { f.post(t, f.conv, "c"); cDone <- f.signalTexts(t) }()
 	time.Sleep(100 * time.Millisecond) // c waits for b
