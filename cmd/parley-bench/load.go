@@ -224,6 +224,9 @@ type closedResult struct {
 	drain            time.Duration // after the load stopped, until every reply arrived (-1: not within the limit)
 	cpu              time.Duration // the server's CPU time over the run and the drain
 	dbCPU            time.Duration // the PostgreSQL server's, when measured
+	// folded is the share of the messages that folded, and why the others
+	// did not (foldedCell; a dash for a target without the metric).
+	folded string
 }
 
 // cpuPerMsg is the server's CPU time per accepted message, in µs: less
@@ -272,6 +275,7 @@ func closedLoop(t *target, clients int, do sendTo, d time.Duration, rep *replies
 		before = rep.count.Load()
 	}
 	cpu0, db0 := cpuTime(t.pid()), dbCPUTime(t.dbPID)
+	stored0 := readCounts(t.url, messagesMetric)
 	start := time.Now()
 	deadline := start.Add(d)
 	for i := range clients {
@@ -310,6 +314,7 @@ func closedLoop(t *target, clients int, do sendTo, d time.Duration, rep *replies
 	}
 	res.cpu = cpuTime(t.pid()) - cpu0
 	res.dbCPU = dbCPUTime(t.dbPID) - db0
+	res.folded = foldedCell(stored0, readCounts(t.url, messagesMetric))
 	return res
 }
 

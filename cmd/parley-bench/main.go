@@ -307,8 +307,8 @@ func runEngine(o options, engine, dir string) (map[string]float64, error) {
 		return float64(r.ok) / (r.elapsed + r.drain).Seconds()
 	}
 	bareRate := median(results["bare"], closedResult.rate)
-	fmt.Println("| target | 2xx/s | sustained/s (replies included) | × bare | server CPU µs/msg | PostgreSQL CPU µs/msg | drain after load | p50 | p99 | 429 | errors | sustained/s per round |")
-	fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|---|")
+	fmt.Println("| target | 2xx/s | sustained/s (replies included) | × bare | server CPU µs/msg | PostgreSQL CPU µs/msg | drain after load | p50 | p99 | 429 | errors | folded | sustained/s per round |")
+	fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 	sustained := map[string]float64{}
 	names := []string{"bare"}
 	if botkit != nil {
@@ -333,9 +333,9 @@ func runEngine(o options, engine, dir string) (map[string]float64, error) {
 		if v := median(rs, closedResult.dbCPUPerMsg); v > 0 {
 			db = fmt.Sprintf("%.0f", v)
 		}
-		fmt.Printf("| %s | %.0f | %.0f | %.3f× | %.0f | %s | %s | %s | %s | %d | %d | %s |\n", name, rate, sus, sus/bareRate,
+		fmt.Printf("| %s | %.0f | %.0f | %.3f× | %.0f | %s | %s | %s | %s | %d | %d | %s | %s |\n", name, rate, sus, sus/bareRate,
 			median(rs, closedResult.cpuPerMsg), db, drain, ms(pct(mid.lat, 0, 0.5)), ms(pct(mid.lat, 0, 0.99)), mid.shed, mid.failed,
-			strings.Join(each, " "))
+			mid.folded, strings.Join(each, " "))
 	}
 	for _, p := range ps[1:] {
 		fmt.Printf("\n%s / %s: sustained %.2f×, CPU per message %.2f×", ps[0].name, p.name, sustained[ps[0].name]/sustained[p.name],
@@ -375,7 +375,7 @@ func runEngine(o options, engine, dir string) (map[string]float64, error) {
 			rates = append(rates, int(2*s))
 		}
 		for i, rate := range rates {
-			before := readHists(p.url, stageMetrics)
+			before, stored := readHists(p.url, stageMetrics), readCounts(p.url, messagesMetric)
 			r := openLoop(p.chat.base, p.open, rep, rate, o.rateDuration, fmt.Sprintf("o%d-", i), 15*time.Second)
 			tag := ""
 			if i == len(o.rates) {
@@ -383,7 +383,8 @@ func runEngine(o options, engine, dir string) (map[string]float64, error) {
 			}
 			fmt.Printf("| %s | %d%s | %d | %d | %d | %s | %s | %d | %s |\n", p.name, rate, tag, r.sent, r.ok, r.shed,
 				ms(pct(r.replyLat, r.missing, 0.5)), ms(pct(r.replyLat, r.missing, 0.99)), r.missing, ms(r.drain))
-			stages = append(stages, stagesRow(p.name, rate, tag, stageCells(before, readHists(p.url, stageMetrics), r.ok)))
+			cells := append(stageCells(before, readHists(p.url, stageMetrics), r.ok), foldedCell(stored, readCounts(p.url, messagesMetric)))
+			stages = append(stages, stagesRow(p.name, rate, tag, cells))
 			time.Sleep(time.Second)
 		}
 		rep.close()

@@ -73,18 +73,32 @@ func TestBenchRuns(t *testing.T) {
 	_, stages, _ := strings.Cut(out, stagesHeader())
 	row, _, _ := strings.Cut(strings.TrimSpace(stages), "\n")
 	cells := strings.Split(strings.Trim(row, "| "), " | ")
-	if len(cells) != 9 || cells[0] != "parley" || slices.Contains(cells[:5], "–") || slices.Contains(cells[7:], "–") {
+	if len(cells) != 10 || cells[0] != "parley" || slices.Contains(cells[:5], "–") || slices.Contains(cells[7:], "–") {
 		t.Fatalf("stages row = %q", row)
 	}
 	if n, err := strconv.ParseFloat(cells[2], 64); err != nil || n < 1 || n > 2 {
 		t.Errorf("commits per message = %q, want 1 to 2", cells[2])
 	}
+	// How the messages committed, in the stages table and goal 1's: a
+	// share folded, from this build's metrics.
+	if !strings.HasSuffix(cells[9], "%") && !strings.Contains(cells[9], "% (") {
+		t.Errorf("folded = %q, want a share", cells[9])
+	}
+	if f := goal1Column(out, "folded"); !strings.Contains(f["parley"], "%") || f["bare"] != "–" {
+		t.Errorf("goal 1's folded column = %v, want a share for parley, a dash for the bare handler", f)
+	}
 }
 
 // goal4Column reads a column of goal 4's table by target.
-func goal4Column(out, name string) map[string]string {
+func goal4Column(out, name string) map[string]string { return column(out, "## Goal 4:", name) }
+
+// goal1Column reads a column of goal 1's table by target.
+func goal1Column(out, name string) map[string]string { return column(out, "## Goal 1:", name) }
+
+// column reads a column of the table under heading by target.
+func column(out, heading, name string) map[string]string {
 	got := map[string]string{}
-	_, table, _ := strings.Cut(out, "## Goal 4:")
+	_, table, _ := strings.Cut(out, heading)
 	table, _, _ = strings.Cut(table, "\n\n## ")
 	col := -1
 	for _, line := range strings.Split(table, "\n") {

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"math"
+	"sort"
 	"strings"
 
 	dto "github.com/prometheus/client_model/go"
@@ -24,20 +25,83 @@ type hist struct {
 	cum    []float64
 }
 
-// readHists reads the named histograms of base's /metrics; missing ones
-// (or an unreachable server) are left out.
-func readHists(base string, names []string) map[string]hist {
-	out := map[string]hist{}
+// scrape reads base's /metrics; nil when it serves none (the bare
+// handler, Botkit) or cannot be read.
+func scrape(base string) map[string]*dto.MetricFamily {
 	res, err := client.Get(base + "/metrics")
 	if err != nil {
-		return out
+		return nil
 	}
 	defer res.Body.Close()
 	parser := expfmt.NewTextParser(model.UTF8Validation)
 	families, err := parser.TextToMetricFamilies(res.Body)
 	if err != nil {
+		return nil
+	}
+	return families
+}
+
+// messagesMetric counts users' messages by how they committed: folded
+// with the bot's answer, or why alone.
+const messagesMetric = "parley_user_messages_total"
+
+// readCounts reads the values of a counter of base's /metrics by the
+// value of its one label; empty when there is none (an older build).
+func readCounts(base, name string) map[string]float64 {
+	out := map[string]float64{}
+	f := scrape(base)[name]
+	if f == nil || f.GetType() != dto.MetricType_COUNTER {
 		return out
 	}
+	for _, m := range f.GetMetric() {
+		if l := m.GetLabel(); len(l) == 1 {
+			out[l[0].GetValue()] = m.GetCounter().GetValue()
+		}
+	}
+	return out
+}
+
+// foldedCell tells the share of the messages counted between before and
+// after (readCounts of messagesMetric) that folded, then the two most
+// frequent reasons of the others: "91 % (slow 6 %, busy 3 %)". A dash
+// when nothing was counted.
+func foldedCell(before, after map[string]float64) string {
+	type share struct {
+		why string
+		n   float64
+	}
+	var total float64
+	var alone []share
+	for why, v := range after {
+		n := v - before[why]
+		total += n
+		if why != "folded" && n > 0 {
+			alone = append(alone, share{why, n})
+		}
+	}
+	if total <= 0 {
+		return "–"
+	}
+	pc := func(n float64) string { return fmt.Sprintf("%.0f %%", 100*n/total) }
+	cell := pc(after["folded"] - before["folded"])
+	sort.Slice(alone, func(i, j int) bool {
+		return alone[i].n > alone[j].n || alone[i].n == alone[j].n && alone[i].why < alone[j].why
+	})
+	var whys []string
+	for _, a := range alone[:min(2, len(alone))] {
+		whys = append(whys, a.why+" "+pc(a.n))
+	}
+	if len(whys) > 0 {
+		cell += " (" + strings.Join(whys, ", ") + ")"
+	}
+	return cell
+}
+
+// readHists reads the named histograms of base's /metrics; missing ones
+// (or an unreachable server) are left out.
+func readHists(base string, names []string) map[string]hist {
+	out := map[string]hist{}
+	families := scrape(base)
 	for _, name := range names {
 		f := families[name]
 		if f == nil || f.GetType() != dto.MetricType_HISTOGRAM || len(f.GetMetric()) != 1 {
@@ -116,8 +180,8 @@ func seconds(s float64) string { return fmt.Sprintf("%.2f ms", s*1000) }
 
 // stagesHeader is the stages table's header.
 func stagesHeader() string {
-	return "| target | rate/s | commits per message | commit p50 | commit p99 | wait for a worker p50 | p99 | turn p50 | p99 |\n" +
-		"|---|---|---|---|---|---|---|---|---|"
+	return "| target | rate/s | commits per message | commit p50 | commit p99 | wait for a worker p50 | p99 | turn p50 | p99 | folded |\n" +
+		"|---|---|---|---|---|---|---|---|---|---|"
 }
 
 func stagesRow(name string, rate int, tag string, cells []string) string {

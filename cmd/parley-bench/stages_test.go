@@ -54,3 +54,25 @@ func TestStageCells(t *testing.T) {
 		t.Errorf("cells of a build without the metrics = %q", got)
 	}
 }
+
+// TestFoldedCell: the share of the messages counted between two readings
+// that folded, then the two most frequent reasons of the others.
+func TestFoldedCell(t *testing.T) {
+	for _, c := range []struct {
+		name          string
+		before, after map[string]float64
+		want          string
+	}{
+		{"an older build, without the metric", map[string]float64{}, map[string]float64{}, "–"},
+		{"nothing counted in between", map[string]float64{"folded": 5}, map[string]float64{"folded": 5}, "–"},
+		{"all folded", map[string]float64{"folded": 10}, map[string]float64{"folded": 110}, "100 %"},
+		{"the two first reasons", map[string]float64{"folded": 100, "slow": 50},
+			map[string]float64{"folded": 190, "slow": 55, "busy": 4, "lease": 1}, "90 % (slow 5 %, busy 4 %)"},
+		{"none folded, ties by name", map[string]float64{},
+			map[string]float64{"folded": 0, "slow": 2, "busy": 2}, "0 % (busy 50 %, slow 50 %)"},
+	} {
+		if got := foldedCell(c.before, c.after); got != c.want {
+			t.Errorf("%s: %q, want %q", c.name, got, c.want)
+		}
+	}
+}

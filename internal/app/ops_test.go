@@ -91,6 +91,7 @@ func TestMetricsScrapedAndParsed(t *testing.T) {
 		{"parley_commits_total", map[string]string{"outcome": "ok"}},
 		{"parley_commit_duration_seconds", nil},
 		{"parley_turn_wait_seconds", nil},
+		{"parley_user_messages_total", map[string]string{"commit": "off"}}, // FoldWithin 0
 	} {
 		if counter(families, want.family, want.labels) < 1 {
 			t.Errorf("%s%v: not counted", want.family, want.labels)

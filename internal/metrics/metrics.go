@@ -29,6 +29,7 @@ type Metrics struct {
 	turnWait     prometheus.Histogram
 	commits      *prometheus.CounterVec
 	commitWait   prometheus.Histogram
+	messages     *prometheus.CounterVec
 }
 
 // waitBuckets are those of the chat pipeline's waits, from 100 µs.
@@ -71,12 +72,18 @@ func New() *Metrics {
 			Help:    "Time from a chat pipeline write's submission to its outcome: the wait for its group commit, then the commit.",
 			Buckets: waitBuckets,
 		}),
+		messages: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "parley_user_messages_total",
+			Help: "Users' messages with a bot turn, by how they committed: folded (with the bot's answer, in one commit), " +
+				"or why alone (off, full, busy, lease, not_idle, slow, outside, retry, refused).",
+		}, []string{"commit"}),
 	}
+	m.messages.WithLabelValues("folded")
 	m.turns.WithLabelValues("ok")
 	m.turns.WithLabelValues("failed")
 	m.commits.WithLabelValues("ok")
 	m.commits.WithLabelValues("failed")
-	m.reg.MustRegister(m.requests, m.latency, m.turns, m.turnDuration, m.turnWait, m.commits, m.commitWait,
+	m.reg.MustRegister(m.requests, m.latency, m.turns, m.turnDuration, m.turnWait, m.commits, m.commitWait, m.messages,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -127,6 +134,14 @@ func outcome(failed bool) string {
 
 // RunWaited implements turns.TurnObserver.
 func (m *Metrics) RunWaited(d time.Duration) { m.turnWait.Observe(d.Seconds()) }
+
+// MessageStored implements turns.TurnObserver.
+func (m *Metrics) MessageStored(alone string) {
+	if alone == "" {
+		alone = "folded"
+	}
+	m.messages.WithLabelValues(alone).Inc()
+}
 
 // CommitDone counts a chat pipeline write and times its wait for the
 // commit (app wraps the store's Committer with it).

@@ -54,11 +54,14 @@ type DispatcherOptions struct {
 }
 
 // TurnObserver is told about every turn the dispatcher ran to its end
-// (how long it took and whether it failed) and about every conversation a
-// worker took (how long it waited in the queue for one).
+// (how long it took and whether it failed), about every conversation a
+// worker took (how long it waited in the queue for one) and about every
+// user's message Fold committed: with its bot's answer (alone is ""), or
+// alone, and why (one of the Alone* reasons).
 type TurnObserver interface {
 	TurnRan(d time.Duration, failed bool)
 	RunWaited(d time.Duration)
+	MessageStored(alone string)
 }
 
 // DefaultLeaseTTL is the conversation lease's default TTL: a takeover

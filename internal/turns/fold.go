@@ -22,6 +22,28 @@ const DefaultFoldWithin = 5 * time.Millisecond
 // backstop; the door's bound is what holds messages back (foldBegin).
 const maxFolds = 4
 
+// Why a user's message committed without its bot's answer
+// (TurnObserver.MessageStored): what an operator reads to tell why the
+// fold does not happen.
+const (
+	AloneOff     = "off"      // folding is off, or the bot does not fold (a workflow bot, an SDK bot)
+	AloneFull    = "full"     // maxFolds were running already
+	AloneBusy    = "busy"     // its conversation had turns to run, or a message being stored
+	AloneLease   = "lease"    // no lease of the conversation parked here (several nodes)
+	AloneNotIdle = "not_idle" // its conversation had a turn pending in the store
+	AloneSlow    = "slow"     // its turn took longer than FoldWithin
+	AloneOutside = "outside"  // its turn stepped outside (a Runtime API call, a read)
+	AloneRetry   = "retry"    // its turn must run again (its bot or the database unavailable)
+	AloneRefused = "refused"  // the commit with the answer failed, or a turn came in between
+)
+
+// stored tells the observer how a user's message committed.
+func (d *Dispatcher) stored(alone string) {
+	if d.o.Observer != nil {
+		d.o.Observer.MessageStored(alone)
+	}
+}
+
 // foldable is a Bot whose turn may run before its message is committed:
 // it steps outside what its completion holds only through its turn's
 // effectGate (codeBot: its host's Runtime API calls and reads).
@@ -51,20 +73,30 @@ type foldable interface{ foldable() }
 // changed meanwhile (a state, a turn of its own) leaves the turn pending.
 func (d *Dispatcher) Fold(ctx context.Context, w *store.Write, m *model.Message) error {
 	if d.o.FoldWithin <= 0 || w.Turn == nil || w.Then != nil || m == nil {
+		if w.Turn != nil && m != nil {
+			d.stored(AloneOff)
+		}
 		return d.commit.Commit(ctx, w)
 	}
 	ref := w.Conversation()
 	bot, err := d.bots(ctx, ref.BotID)
-	if _, ok := bot.(foldable); err != nil || !ok || !d.foldBegin() {
+	if _, ok := bot.(foldable); err != nil || !ok {
+		d.stored(AloneOff)
+		return d.commitAlone(ctx, ref, w)
+	}
+	if !d.foldBegin() {
+		d.stored(AloneFull)
 		return d.commitAlone(ctx, ref, w)
 	}
 	if !d.claim(ctx, ref) {
 		d.foldEnd()
+		d.stored(AloneBusy)
 		return d.commitAlone(ctx, ref, w)
 	}
 	f := &fold{d: d, w: w, ref: ref}
 	if d.o.Leases && !f.lease() {
 		f.end()
+		d.stored(AloneLease)
 		return d.commitAlone(ctx, ref, w)
 	}
 	return f.run(ctx, m)
@@ -227,6 +259,7 @@ func (f *fold) run(ctx context.Context, m *model.Message) error {
 	idle, err := f.idleTurn(ctx, m.UserID)
 	if err != nil || !idle.Idle {
 		defer f.end()
+		d.stored(AloneNotIdle)
 		return f.commitAlone(ctx)
 	}
 	// The turn runs on copies: the message's write may commit (and number
@@ -250,6 +283,7 @@ func (f *fold) run(ctx context.Context, m *model.Message) error {
 		timer.Stop()
 		defer f.end()
 		if f.alone { // the turn stepped outside: its message is committed
+			d.stored(AloneOutside)
 			f.complete(ctx, r)
 			return f.aloneErr
 		}
@@ -257,6 +291,7 @@ func (f *fold) run(ctx context.Context, m *model.Message) error {
 	case <-timer.C:
 		// The turn takes longer: its message commits now, its completion
 		// when it ends.
+		d.stored(AloneSlow)
 		err := f.commitAlone(ctx)
 		go func() {
 			defer f.end()
@@ -281,6 +316,7 @@ func (f *fold) idleTurn(ctx context.Context, userID string) (store.IdleTurn, err
 func (f *fold) commitFolded(ctx context.Context, r ran, start store.IdleTurn) error {
 	d, t := f.d, f.w.Turn
 	if f.runsAgain(r) {
+		d.stored(AloneRetry)
 		return f.commitAlone(ctx)
 	}
 	then := r.out.completion(t, false)
@@ -319,6 +355,7 @@ func (f *fold) commitFolded(ctx context.Context, r ran, start store.IdleTurn) er
 		// The message alone, then: its turn runs again from the store,
 		// where a failure to store its effects is dealt with
 		// (Dispatcher.completeTurn).
+		d.stored(AloneRefused)
 		if err := f.commitAlone(ctx); err != nil {
 			return err
 		}
@@ -326,9 +363,12 @@ func (f *fold) commitFolded(ctx context.Context, r ran, start store.IdleTurn) er
 			"bot", t.BotID, "conversation", t.ConversationID)
 		return nil
 	}
-	if f.w.ThenRan() {
-		d.turnEnded(t, r.took, r.err)
+	if !f.w.ThenRan() {
+		d.stored(AloneRefused) // a turn came in between: the message committed alone
+		return nil
 	}
+	d.stored("")
+	d.turnEnded(t, r.took, r.err)
 	return nil
 }
 

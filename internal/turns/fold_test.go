@@ -46,11 +46,90 @@ func TestFoldAnswersWithTheMessage(t *testing.T) {
 	})
 }
 
-// countingObserver counts the turns a dispatcher reports.
-type countingObserver struct{ ran atomic.Int64 }
+// countingObserver counts the turns a dispatcher reports, and records
+// how the users' messages committed.
+type countingObserver struct {
+	ran    atomic.Int64
+	mu     sync.Mutex
+	stored []string
+}
 
 func (o *countingObserver) TurnRan(time.Duration, bool) { o.ran.Add(1) }
 func (o *countingObserver) RunWaited(time.Duration)     {}
+func (o *countingObserver) MessageStored(alone string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if alone == "" {
+		alone = "folded"
+	}
+	o.stored = append(o.stored, alone)
+}
+
+// storedSince is how the messages committed after the first n told.
+func (o *countingObserver) storedSince(n int) []string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return append([]string(nil), o.stored[n:]...)
+}
+
+// TestFoldTellsHowAMessageCommitted: the observer is told, for each
+// user's message, whether it committed with its bot's answer or alone,
+// and why, so that an operator can tell what keeps messages from folding.
+func TestFoldTellsHowAMessageCommitted(t *testing.T) {
+	echo := func(<-chan struct{}, chan<- struct{}) turns.Bot { return turns.FoldableBot(botFunc(echoText)) }
+	for _, c := range []struct {
+		name string
+		// bot is the case's bot, whose turns may wait for release and
+		// tell started.
+		bot    func(release <-chan struct{}, started chan<- struct{}) turns.Bot
+		within time.Duration
+		// before runs before the message is posted.
+		before func(t *testing.T, f *foldFixture, started <-chan struct{})
+		want   string
+	}{
+		{"folded", echo, 10 * time.Second, nil, "folded"},
+		{"a bot that does not fold", func(<-chan struct{}, chan<- struct{}) turns.Bot { return botFunc(echoText) },
+			10 * time.Second, nil, turns.AloneOff},
+		{"a slow turn", func(release <-chan struct{}, _ chan<- struct{}) turns.Bot {
+			return turns.FoldableBot(echoHolding("m", release))
+		}, 50 * time.Millisecond, nil, turns.AloneSlow},
+		{"a turn that steps outside", func(<-chan struct{}, chan<- struct{}) turns.Bot {
+			return turns.FoldableBot(botFunc(func(ctx context.Context, in *turns.TurnInput, out turns.BotOutput) error {
+				if err := turns.StepOutside(ctx, out); err != nil {
+					return err
+				}
+				return echoText(ctx, in, out)
+			}))
+		}, 10 * time.Second, nil, turns.AloneOutside},
+		{"a conversation with turns to run", func(release <-chan struct{}, started chan<- struct{}) turns.Bot {
+			return turns.FoldableBot(botFunc(func(ctx context.Context, in *turns.TurnInput, out turns.BotOutput) error {
+				if in.Message == nil { // the event's turn holds the conversation
+					close(started)
+					<-release
+					return nil
+				}
+				return echoText(ctx, in, out)
+			}))
+		}, 10 * time.Second, func(t *testing.T, f *foldFixture, started <-chan struct{}) {
+			f.storeEvent(t)
+			f.queue.Notify(f.ref())
+			<-started
+			f.queue.Notify(f.ref()) // a turn more to run after this one
+		}, turns.AloneBusy},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			release, started := make(chan struct{}), make(chan struct{})
+			obs := &countingObserver{}
+			f := newFoldFixture(t, c.bot(release, started), turns.DispatcherOptions{FoldWithin: c.within, Observer: obs})
+			t.Cleanup(func() { close(release) }) // before the dispatcher stops
+			if c.before != nil {
+				c.before(t, f, started)
+			}
+			f.post(t, f.conv, "m")
+			eqStrings(t, "how the message committed", obs.storedSince(0), c.want)
+		})
+	}
+}
 
 // runs counts the bot's recorded turn runs, and the failed ones.
 func (f *foldFixture) runs(t *testing.T) (n, failed int64) {
