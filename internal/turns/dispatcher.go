@@ -51,7 +51,21 @@ type DispatcherOptions struct {
 	// With leases, only where this node holds the conversation's lease
 	// parked by its last run.
 	FoldWithin time.Duration
+	// ClaimWithin is how long a user's message waits for its
+	// conversation's last run to end (its one turn left), to fold after
+	// it, rather than commit alone behind it (default: FoldWithin; with
+	// leases at least DefaultClaimWithin).
+	ClaimWithin time.Duration
 }
+
+// DefaultClaimWithin is the least ClaimWithin with leases (PostgreSQL).
+// There a run's end includes its completion's commit, a round trip that
+// often outlasts FoldWithin: a message that then commits alone leaves its
+// own turn to the next run, and a client that sends its next message once
+// answered finds that run going in turn (parley-bench's closed loop: 74–92 %
+// of messages folded with FoldWithin, 94–98 % with 10 ms, and at 1,000/s
+// fewer refusals and a lower reply p99 in four runs of four).
+const DefaultClaimWithin = 10 * time.Millisecond
 
 // TurnObserver is told about every turn the dispatcher ran to its end
 // (how long it took and whether it failed), about every conversation a
@@ -153,6 +167,12 @@ func NewDispatcher(st store.Store, commit store.Committer, queue *Queue, bots Re
 	}
 	if o.FoldWithin == 0 {
 		o.FoldWithin = DefaultFoldWithin
+	}
+	if o.ClaimWithin <= 0 {
+		o.ClaimWithin = o.FoldWithin
+		if o.Leases {
+			o.ClaimWithin = max(o.FoldWithin, DefaultClaimWithin)
+		}
 	}
 	if o.Sweep <= 0 {
 		o.Sweep = 10 * time.Second

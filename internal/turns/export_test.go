@@ -62,3 +62,7 @@ func Released(q *Queue, ref model.ConversationRef) bool {
 	defer q.mu.Unlock()
 	return q.state[ref] == nil
 }
+
+// ClaimWithin is how long d's Folds wait for their conversation's last
+// run to end.
+func ClaimWithin(d *Dispatcher) time.Duration { return d.o.ClaimWithin }

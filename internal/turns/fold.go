@@ -128,18 +128,28 @@ func (f *fold) submit(ctx context.Context) error {
 
 // claim claims the conversation for a Fold. A conversation whose run has
 // one turn left to end (the previous message's, which did not fold) is
-// waited for, at most FoldWithin: committed now, the message would give
+// waited for, at most ClaimWithin: committed now, the message would give
 // that run a turn more, whose answer then comes from another commit, and
 // the conversation's next messages would find it running again (a client
 // that sends its next message once createMessage answered keeps it out
 // of the fold for good: on PostgreSQL one message in three folded in
 // parley-bench's closed loop).
+//
+// A run may end with the conversation queued again (a turn notified twice,
+// by a commit and by the sweep): the claim then waits for that run too,
+// within the same ClaimWithin.
 func (d *Dispatcher) claim(ctx context.Context, ref model.ConversationRef) bool {
-	ok, idle := d.queue.claimOrWait(ref)
-	if ok || idle == nil {
-		return ok
+	deadline := time.Now().Add(d.o.ClaimWithin)
+	for {
+		ok, idle := d.queue.claimOrWait(ref)
+		if ok || idle == nil {
+			return ok
+		}
+		left := time.Until(deadline)
+		if left <= 0 || !closedWithin(ctx, idle, left) {
+			return false
+		}
 	}
-	return closedWithin(ctx, idle, d.o.FoldWithin) && d.queue.claim(ref)
 }
 
 // closedWithin waits for ch to be closed, at most within or until ctx

@@ -278,3 +278,65 @@ func TestFoldAloneKeepsTheOrder(t *testing.T) {
 		eqStrings(t, "turns run", got, "slow", "event", "slow")
 	})
 }
+
+// TestClaimWithinDefaults: a Fold waits for its conversation's last run
+// FoldWithin on one node, and at least DefaultClaimWithin with leases,
+// where a run's end includes a commit's round trip.
+func TestClaimWithinDefaults(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		o    turns.DispatcherOptions
+		want time.Duration
+	}{
+		{"one node", turns.DispatcherOptions{}, turns.DefaultFoldWithin},
+		{"one node, FoldWithin given", turns.DispatcherOptions{FoldWithin: 50 * time.Millisecond}, 50 * time.Millisecond},
+		{"leases", turns.DispatcherOptions{Leases: true}, turns.DefaultClaimWithin},
+		{"leases, a longer FoldWithin", turns.DispatcherOptions{Leases: true, FoldWithin: 50 * time.Millisecond}, 50 * time.Millisecond},
+		{"given", turns.DispatcherOptions{Leases: true, ClaimWithin: time.Second}, time.Second},
+	} {
+		d := turns.NewDispatcher(nil, nil, turns.NewQueue(), nil, nil, c.o)
+		if got := turns.ClaimWithin(d); got != c.want {
+			t.Errorf("%s: ClaimWithin %v, want %v", c.name, got, c.want)
+		}
+	}
+}
+
+// TestFoldWaitsForTheRunWithinClaimWithin: a message that comes while its
+// conversation's run has one turn left waits for that run at most
+// ClaimWithin, not FoldWithin: within it, the message folds once the run
+// ends; past it, it commits alone.
+func TestFoldWaitsForTheRunWithinClaimWithin(t *testing.T) {
+	const held = 300 * time.Millisecond // the run's turn, longer than FoldWithin
+	for _, c := range []struct {
+		name        string
+		claimWithin time.Duration
+		want        string
+	}{
+		{"the run ends within ClaimWithin", 5 * time.Second, "folded"},
+		{"the run ends past ClaimWithin", 50 * time.Millisecond, turns.AloneBusy},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			started, release := make(chan struct{}), make(chan struct{})
+			bot := turns.FoldableBot(botFunc(func(ctx context.Context, in *turns.TurnInput, out turns.BotOutput) error {
+				if in.Message == nil { // the event's turn: the run's one turn left
+					close(started)
+					<-release
+					return nil
+				}
+				return echoText(ctx, in, out)
+			}))
+			obs := &countingObserver{}
+			f := newFoldFixture(t, bot, turns.DispatcherOptions{FoldWithin: 50 * time.Millisecond, ClaimWithin: c.claimWithin, Observer: obs})
+			f.storeEvent(t)
+			f.queue.Notify(f.ref())
+			<-started
+			time.AfterFunc(held, func() { close(release) })
+			f.post(t, f.conv, "m")
+			eqStrings(t, "how the message committed", obs.storedSince(0), c.want)
+			if c.want == "folded" {
+				// Its answer was stored with it.
+				eqStrings(t, "messages once createMessage returned", f.texts(t), "m", "echo m")
+			}
+		})
+	}
+}
