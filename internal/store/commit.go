@@ -127,9 +127,8 @@ func (w *Write) Run(ctx context.Context, tx Store) error {
 	// only if Then does not run (storeTurn). Pipelined, a Then that does
 	// not run fails the transaction (RequireLastTurn, below), which the
 	// group commit runs again without Then (noThen): the turn is stored
-	// then. Then's signals are numbered with the write's own (one update
-	// of the conversation's row instead of one more per signal; pipelined,
-	// the statement that stores each reads its number from that row), when
+	// then. Where the turn is numbered as the statement runs (not
+	// pipelined), Then's signals are numbered with the write's own, when
 	// nothing of the write's comes between (no More) and they are all
 	// appended by AppendSignal (Then's More only: AppendSignalTurn, for a
 	// Signal, would number past those taken ahead).
@@ -138,7 +137,7 @@ func (w *Write) Run(ctx context.Context, tx Store) error {
 	var ahead *SignalsAhead
 	if unstored {
 		thenCtx = WithUnstoredTurn(ctx, w.Turn)
-		if n := len(w.Then.More); n > 0 && len(w.More) == 0 && w.Then.Signal == nil && w.Then.Then == nil {
+		if n := len(w.Then.More); n > 0 && len(w.More) == 0 && w.Then.Signal == nil && w.Then.Then == nil && !Pipelined(ctx) {
 			ahead = &SignalsAhead{Want: n}
 			thenCtx = WithSignalsAhead(thenCtx, ahead)
 		}
@@ -281,22 +280,11 @@ type SignalsAhead struct {
 	// last (Next 0: none taken yet).
 	BotID, ConversationID string
 	Next, End             int64
-	// Deferred is set when the numbers were taken in a pipelined
-	// transaction, where they are known only once it committed: the
-	// Used-th of them (from 0) is then read from the conversation's row,
-	// last_seq - (Want-1-Used), by the statement that stores its signal.
-	Deferred bool
-	Used     int
 }
 
 // Left is how many numbers taken ahead are still unused.
 func (a *SignalsAhead) Left() int64 {
-	switch {
-	case a == nil:
-		return 0
-	case a.Deferred:
-		return int64(a.Want - a.Used)
-	case a.Next == 0:
+	if a == nil || a.Next == 0 {
 		return 0
 	}
 	return a.End - a.Next + 1

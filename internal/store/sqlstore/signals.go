@@ -31,19 +31,7 @@ func (s *Store) deferRows(ctx context.Context) bool {
 // numbers have no gaps.
 func (r signals) AppendSignal(ctx context.Context, sg *model.Signal) error {
 	stamp(&sg.CreatedAt, model.Now())
-	if a := store.SignalsAheadOf(ctx); a.Left() > 0 && a.BotID == sg.BotID && a.ConversationID == sg.ConversationID {
-		if a.Deferred {
-			// Taken ahead in a pipelined transaction: read from the row
-			// that took it, known once the statement ran.
-			off := a.Want - 1 - a.Used
-			a.Used++
-			_, err := r.s.exec(store.WithReturnedRow(store.WithRequiredRow(ctx, model.NotFound("conversation")), &sg.Seq, new(int64)),
-				`WITH sg AS (INSERT INTO signals (bot_id, conversation_id, seq, type, data, created_at)
-					SELECT bot_id, id, last_seq - ?, ?, ?, ? FROM conversations WHERE bot_id = ? AND id = ? RETURNING seq)
-				SELECT (SELECT seq FROM sg), 1 / (SELECT COUNT(*) FROM sg)`,
-				off, sg.Type, rawText(sg.Data), ms(sg.CreatedAt), sg.BotID, sg.ConversationID)
-			return r.s.fail(err, "conversation")
-		}
+	if a := store.SignalsAheadOf(ctx); a.Left() > 0 && a.BotID == sg.BotID && a.ConversationID == sg.ConversationID && !r.s.deferRows(ctx) {
 		// A number taken ahead with an earlier signal of this transaction.
 		_, err := r.s.exec(ctx, `INSERT INTO signals (bot_id, conversation_id, seq, type, data, created_at) VALUES (?, ?, ?, ?, ?, ?)`,
 			sg.BotID, sg.ConversationID, a.Next, sg.Type, rawText(sg.Data), ms(sg.CreatedAt))
@@ -161,17 +149,6 @@ const signalTurnCTE = `WITH c AS (
 		sg AS (INSERT INTO signals (bot_id, conversation_id, seq, type, data, created_at)
 			SELECT bot_id, id, last_seq, ?, ?, ? FROM c)`
 
-// signalAheadTurnCTE is signalTurnCTE taking, after the signal's number,
-// more for later signals of the transaction (store.SignalsAhead): c's
-// last_seq is the signal's. Its arguments: how many more, the turn's
-// bump, the conversation, how many more again, then the signal's type,
-// data and time.
-const signalAheadTurnCTE = `WITH c AS (
-			UPDATE conversations SET last_seq = last_seq + 1 + ?, turn_seq = turn_seq + ?
-			WHERE bot_id = ? AND id = ? RETURNING bot_id, id, last_seq - ? AS last_seq, turn_seq),
-		sg AS (INSERT INTO signals (bot_id, conversation_id, seq, type, data, created_at)
-			SELECT bot_id, id, last_seq, ?, ?, ? FROM c)`
-
 // deferSignalTurn runs cte (signalTurnCTE, and what follows it) in a
 // pipelined transaction: sg's number, and t's unless it has one, are
 // filled in when the statement ran, and a missing conversation fails it
@@ -188,7 +165,8 @@ func deferSignalTurn(ctx context.Context, s *Store, cte string, sg *model.Signal
 
 // appendSignalNumberTurn is AppendSignalTurn for a turn left unstored
 // (store.WithUnstoredTurn): the signal is stored, the turn only numbered,
-// and the numbers asked for by store.WithSignalsAhead taken after sg's.
+// and, not pipelined, the numbers asked for by store.WithSignalsAhead
+// taken after sg's.
 func (r signals) appendSignalNumberTurn(ctx context.Context, sg *model.Signal, t *model.Turn, bump int) error {
 	var more int64
 	a := store.SignalsAheadOf(ctx)
@@ -198,11 +176,6 @@ func (r signals) appendSignalNumberTurn(ctx context.Context, sg *model.Signal, t
 	return r.s.tx(ctx, func(s *Store) error {
 		var seq, tseq int64
 		if s.deferRows(ctx) {
-			if more > 0 {
-				a.BotID, a.ConversationID, a.Deferred = sg.BotID, sg.ConversationID, true
-				return deferSignalTurn(ctx, s, signalAheadTurnCTE, sg, t,
-					more, bump, sg.BotID, sg.ConversationID, more, sg.Type, rawText(sg.Data), ms(sg.CreatedAt))
-			}
 			return deferSignalTurn(ctx, s, signalTurnCTE, sg, t,
 				bump, sg.BotID, sg.ConversationID, sg.Type, rawText(sg.Data), ms(sg.CreatedAt))
 		}
