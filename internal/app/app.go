@@ -341,7 +341,7 @@ func (a *App) start(ctx context.Context, o options) error {
 	}
 
 	a.server = &http.Server{
-		Handler: httpx.AccessLog(a.log, met.Instrument(chat.FoldSlashes(mux))),
+		Handler: httpx.AccessLog(a.log, a.db.Transient, met.Instrument(chat.FoldSlashes(mux))),
 		// Reading a request, headers and body, is bounded: a client that
 		// sends slowly is cut off. SSE streams lift the deadline once
 		// they start (realtime.Hub.Serve).

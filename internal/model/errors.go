@@ -32,6 +32,11 @@ const (
 	// caller (an integration running an action) could not be reached or
 	// failed in the middle. The SDK's clients retry a 502.
 	ErrUnavailable ErrorType = "Unavailable"
+	// ErrServiceUnavailable is Parley's own too (503, with Retry-After):
+	// its database is unavailable for now (store.Store.Transient: a
+	// refused connection, PostgreSQL restarting, SQLite's write lock held
+	// past its timeout). The call may be retried.
+	ErrServiceUnavailable ErrorType = "ServiceUnavailable"
 )
 
 // Error is an error meant to be shown to the caller. Anything that is not an

@@ -18,22 +18,23 @@ import (
 // statusOf is the only place an error type becomes an HTTP status. Types
 // not listed are reported as 500.
 var statusOf = map[model.ErrorType]int{
-	model.ErrInternal:         http.StatusInternalServerError,
-	model.ErrUnauthorized:     http.StatusUnauthorized,
-	model.ErrForbidden:        http.StatusForbidden,
-	model.ErrPayloadTooLarge:  http.StatusRequestEntityTooLarge,
-	model.ErrInvalidPayload:   http.StatusBadRequest,
-	model.ErrUnsupportedMedia: http.StatusUnsupportedMediaType,
-	model.ErrMethodNotFound:   http.StatusMethodNotAllowed,
-	model.ErrNotFound:         http.StatusNotFound,
-	model.ErrInvalidQuery:     http.StatusBadRequest,
-	model.ErrAlreadyExists:    http.StatusConflict,
-	model.ErrRelationConflict: http.StatusConflict,
-	model.ErrRuntime:          http.StatusBadRequest,
-	model.ErrLimitExceeded:    http.StatusRequestEntityTooLarge,
-	model.ErrRateLimited:      http.StatusTooManyRequests,
-	model.ErrTimeout:          http.StatusGatewayTimeout,
-	model.ErrUnavailable:      http.StatusBadGateway,
+	model.ErrInternal:           http.StatusInternalServerError,
+	model.ErrUnauthorized:       http.StatusUnauthorized,
+	model.ErrForbidden:          http.StatusForbidden,
+	model.ErrPayloadTooLarge:    http.StatusRequestEntityTooLarge,
+	model.ErrInvalidPayload:     http.StatusBadRequest,
+	model.ErrUnsupportedMedia:   http.StatusUnsupportedMediaType,
+	model.ErrMethodNotFound:     http.StatusMethodNotAllowed,
+	model.ErrNotFound:           http.StatusNotFound,
+	model.ErrInvalidQuery:       http.StatusBadRequest,
+	model.ErrAlreadyExists:      http.StatusConflict,
+	model.ErrRelationConflict:   http.StatusConflict,
+	model.ErrRuntime:            http.StatusBadRequest,
+	model.ErrLimitExceeded:      http.StatusRequestEntityTooLarge,
+	model.ErrRateLimited:        http.StatusTooManyRequests,
+	model.ErrTimeout:            http.StatusGatewayTimeout,
+	model.ErrUnavailable:        http.StatusBadGateway,
+	model.ErrServiceUnavailable: http.StatusServiceUnavailable,
 }
 
 // Status returns the HTTP status for err.
@@ -81,28 +82,38 @@ func BodyFor(err error) ErrorBody {
 
 // WriteError writes err as the standard error body. Server-side failures are
 // logged in full with the error id the caller sees.
+//
+// An error the request's AccessLog tells is the database being
+// unavailable for now is answered 503 ServiceUnavailable with
+// Retry-After, not 500: the client (or a proxy, or axios-retry) may retry
+// the same call, which changed nothing.
 func WriteError(w http.ResponseWriter, r *http.Request, err error) {
 	body := BodyFor(err)
 	body.RequestID = RequestID(r.Context())
+	if info := infoOf(r.Context()); body.Code == http.StatusInternalServerError && info != nil && info.unavailable != nil && info.unavailable(err) {
+		body.Code, body.Type = http.StatusServiceUnavailable, string(model.ErrServiceUnavailable)
+		body.Message = "The database is unavailable for now; retry in a moment (logged with id " + body.ID + ")"
+	}
 	if body.Code >= 500 {
 		Logger(r.Context()).Error("request failed", "error_id", body.ID, "err", err, "method", r.Method, "path", r.URL.Path)
 	}
-	if body.Code == http.StatusTooManyRequests {
+	switch body.Code {
+	case http.StatusTooManyRequests:
 		retry := "1"
 		if n, ok := body.Metadata["retryAfter"].(int); ok && n > 0 {
 			retry = strconv.Itoa(n)
 		}
 		w.Header().Set("Retry-After", retry)
+	case http.StatusServiceUnavailable:
+		w.Header().Set("Retry-After", "1")
 	}
 	WriteJSON(w, body.Code, body)
 }
 
 // Logger returns the request's logger (set by the access-log middleware).
 func Logger(ctx interface{ Value(any) any }) *slog.Logger {
-	if l, ok := ctx.Value(loggerKey{}).(*slog.Logger); ok {
-		return l
+	if info := infoOf(ctx); info != nil && info.log != nil {
+		return info.log
 	}
 	return slog.Default()
 }
-
-type loggerKey struct{}

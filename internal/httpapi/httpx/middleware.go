@@ -62,15 +62,18 @@ func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter 
 // line of the request (the context's Logger) and its error body; logs one
 // line per request with its status and duration; and turns panics into 500
 // responses.
-func AccessLog(log *slog.Logger, next http.Handler) http.Handler {
+//
+// unavailable (may be nil) tells the errors that are the database being
+// unavailable for now: WriteError answers them 503 with Retry-After
+// instead of 500.
+func AccessLog(log *slog.Logger, unavailable func(error) bool, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		id := requestIDFor(r)
 		w.Header().Set(RequestIDHeader, id)
 		log := log.With(slog.String("request_id", id))
 		rec := &statusRecorder{ResponseWriter: w}
-		ctx := context.WithValue(r.Context(), requestIDKey{}, id)
-		r = r.WithContext(context.WithValue(ctx, loggerKey{}, log))
+		r = r.WithContext(context.WithValue(r.Context(), requestInfoKey{}, &requestInfo{id: id, log: log, unavailable: unavailable}))
 		defer func() {
 			if p := recover(); p != nil {
 				if p == http.ErrAbortHandler {

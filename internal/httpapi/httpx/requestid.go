@@ -4,18 +4,35 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"log/slog"
 	"net/http"
 )
 
 // RequestIDHeader carries a request's id, in and out.
 const RequestIDHeader = "X-Request-Id"
 
-type requestIDKey struct{}
+// requestInfo is what AccessLog tells the rest of a request through its
+// context, in one value: its id, its logger, and which errors are the
+// database being unavailable for now.
+type requestInfo struct {
+	id          string
+	log         *slog.Logger
+	unavailable func(error) bool
+}
+
+type requestInfoKey struct{}
+
+func infoOf(ctx interface{ Value(any) any }) *requestInfo {
+	info, _ := ctx.Value(requestInfoKey{}).(*requestInfo)
+	return info
+}
 
 // RequestID returns the id of the request ctx belongs to ("" outside one).
 func RequestID(ctx context.Context) string {
-	id, _ := ctx.Value(requestIDKey{}).(string)
-	return id
+	if info := infoOf(ctx); info != nil {
+		return info.id
+	}
+	return ""
 }
 
 // requestIDFor keeps a sane incoming X-Request-Id (1 to 128 characters of

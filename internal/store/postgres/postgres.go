@@ -7,6 +7,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"strconv"
 	"strings"
@@ -139,6 +140,11 @@ func transient(err error) bool {
 			return true
 		}
 		return false
+	}
+	// The server's connection closed under a statement (the server gone,
+	// a proxy or a network in between cut): pgx reads an unexpected EOF.
+	if errors.Is(err, io.ErrUnexpectedEOF) {
+		return true
 	}
 	var ne net.Error
 	return errors.As(err, &ne)

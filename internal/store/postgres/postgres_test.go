@@ -125,8 +125,9 @@ func BenchmarkSignalsAfter(b *testing.B) { storetest.BenchSignalsAfter(b, testdb
 
 // TestTransient checks which real errors of PostgreSQL count as the
 // database being unavailable for now (store.Store.Transient): a refused
-// connection and a server out of connections do; a bad statement, a
-// constraint and a cancelled context do not.
+// connection, a server out of connections and a connection cut under a
+// statement do; a bad statement, a constraint and a cancelled context do
+// not.
 func TestTransient(t *testing.T) {
 	ctx := context.Background()
 	db := testdb.Postgres(t)
@@ -154,5 +155,45 @@ func TestTransient(t *testing.T) {
 	storetest.CheckTransient(t, db, raw, []storetest.TransientCase{
 		{Name: "refused connection", Err: testdb.Unavailable(t, "postgres"), Want: true},
 		{Name: "too many connections", Err: connect(u.String()), Want: true},
+		{Name: "a connection cut under a statement", Err: cutUnder(t), Want: true},
 	})
+}
+
+// cutUnder returns the error of a statement whose connection was cut
+// while its rows came (a proxy in between closed it): pgx's unexpected EOF.
+func cutUnder(t *testing.T) error {
+	ctx := context.Background()
+	u, err := url.Parse(testdb.PostgresURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := testdb.NewProxy(t, u.Host)
+	u.Host = proxy.Addr()
+	c, err := sql.Open("pgx", u.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	// One connection, so that database/sql does not retry on another.
+	conn, err := c.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	// Cut once its first rows came: the rest never does.
+	rows, err := conn.QueryContext(ctx, "SELECT repeat('x', 1000) FROM generate_series(1, 1000000)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	if !rows.Next() {
+		t.Fatal(rows.Err())
+	}
+	proxy.Cut()
+	for rows.Next() {
+	}
+	if rows.Err() == nil {
+		t.Fatal("a statement whose connection was cut succeeded")
+	}
+	return rows.Err()
 }
