@@ -30,7 +30,17 @@ import (
 
 func get(t *testing.T, url string, header ...string) (*http.Response, []byte) {
 	t.Helper()
-	req, _ := http.NewRequest("GET", url, nil)
+	return request(t, "GET", url, "", header...)
+}
+
+// request sends body (JSON, unless empty) with the header's name, value
+// pairs, and returns the response with its body read.
+func request(t *testing.T, method, url, body string, header ...string) (*http.Response, []byte) {
+	t.Helper()
+	req, _ := http.NewRequest(method, url, strings.NewReader(body))
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	for i := 0; i+1 < len(header); i += 2 {
 		req.Header.Set(header[i], header[i+1])
 	}

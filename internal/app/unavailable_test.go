@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/url"
-	"strings"
 	"testing"
 	"time"
 
@@ -33,18 +32,9 @@ func TestDatabaseUnavailable(t *testing.T) {
 
 	do := func(method, url, body string, header ...string) (*http.Response, map[string]any) {
 		t.Helper()
-		req, _ := http.NewRequest(method, url, strings.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		for i := 0; i+1 < len(header); i += 2 {
-			req.Header.Set(header[i], header[i+1])
-		}
-		res, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer res.Body.Close()
+		res, b := request(t, method, url, body, header...)
 		var out map[string]any
-		_ = json.NewDecoder(res.Body).Decode(&out)
+		_ = json.Unmarshal(b, &out)
 		return res, out
 	}
 	calls := []struct {
