@@ -86,7 +86,7 @@ func BodyFor(err error) ErrorBody {
 // An error the request's AccessLog tells is the database being
 // unavailable for now is answered 503 ServiceUnavailable with
 // Retry-After, not 500: the client (or a proxy, or axios-retry) may retry
-// the same call, which changed nothing.
+// the same call once the database is back.
 func WriteError(w http.ResponseWriter, r *http.Request, err error) {
 	body := BodyFor(err)
 	body.RequestID = RequestID(r.Context())
