@@ -306,7 +306,7 @@ func TestClaimWithinDefaults(t *testing.T) {
 // ClaimWithin, not FoldWithin: within it, the message folds once the run
 // ends; past it, it commits alone.
 func TestFoldWaitsForTheRunWithinClaimWithin(t *testing.T) {
-	const held = 300 * time.Millisecond // the run's turn, longer than FoldWithin
+	const held = time.Second // the run's turn, far longer than FoldWithin
 	for _, c := range []struct {
 		name        string
 		claimWithin time.Duration
@@ -326,9 +326,12 @@ func TestFoldWaitsForTheRunWithinClaimWithin(t *testing.T) {
 				return echoText(ctx, in, out)
 			}))
 			obs := &countingObserver{}
-			f := newFoldFixture(t, bot, turns.DispatcherOptions{FoldWithin: 50 * time.Millisecond, ClaimWithin: c.claimWithin, Observer: obs})
-			f.storeEvent(t)
-			f.queue.Notify(f.ref())
+			// The event is stored with its turn before the dispatcher
+			// starts, which finds it pending and runs it: notified once
+			// (no sweep after that, which would notify it again and leave
+			// the run with a turn more to run).
+			o := turns.DispatcherOptions{FoldWithin: 50 * time.Millisecond, ClaimWithin: c.claimWithin, Observer: obs, Sweep: time.Hour}
+			f := newFoldFixtureOn(t, testdb.SQLite(t), bot, o, nil, func(f *foldFixture) { f.storeEvent(t) })
 			<-started
 			time.AfterFunc(held, func() { close(release) })
 			f.post(t, f.conv, "m")
