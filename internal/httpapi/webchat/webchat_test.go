@@ -127,7 +127,9 @@ func stream(t *testing.T, url, key string) (<-chan signal, *[]string, func()) {
 	}
 	ch := make(chan signal, 64)
 	var lines []string
+	done := make(chan struct{})
 	go func() {
+		defer close(done)
 		defer close(ch)
 		sc := bufio.NewScanner(res.Body)
 		for sc.Scan() {
@@ -136,12 +138,17 @@ func stream(t *testing.T, url, key string) (<-chan signal, *[]string, func()) {
 			if d, ok := strings.CutPrefix(line, "data: "); ok {
 				var s signal
 				if json.Unmarshal([]byte(d), &s) == nil {
-					ch <- s
+					select {
+					case ch <- s:
+					case <-ctx.Done():
+						return
+					}
 				}
 			}
 		}
 	}()
-	return ch, &lines, func() { cancel(); res.Body.Close() }
+	// stop returns once the reader is done: lines is the caller's then.
+	return ch, &lines, func() { cancel(); res.Body.Close(); <-done }
 }
 
 func next(t *testing.T, ch <-chan signal, typ string) signal {
