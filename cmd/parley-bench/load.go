@@ -275,7 +275,7 @@ func closedLoop(t *target, clients int, do sendTo, d time.Duration, rep *replies
 		before = rep.count.Load()
 	}
 	cpu0, db0 := cpuTime(t.pid()), dbCPUTime(t.dbPID)
-	stored0 := readCounts(t.url, messagesMetric)
+	stored0 := countsOf(scrape(t.url), messagesMetric)
 	start := time.Now()
 	deadline := start.Add(d)
 	for i := range clients {
@@ -314,7 +314,7 @@ func closedLoop(t *target, clients int, do sendTo, d time.Duration, rep *replies
 	}
 	res.cpu = cpuTime(t.pid()) - cpu0
 	res.dbCPU = dbCPUTime(t.dbPID) - db0
-	res.folded = foldedCell(stored0, readCounts(t.url, messagesMetric))
+	res.folded = foldedCell(stored0, countsOf(scrape(t.url), messagesMetric))
 	return res
 }
 

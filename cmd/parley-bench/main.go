@@ -375,7 +375,7 @@ func runEngine(o options, engine, dir string) (map[string]float64, error) {
 			rates = append(rates, int(2*s))
 		}
 		for i, rate := range rates {
-			before, stored := readHists(p.url, stageMetrics), readCounts(p.url, messagesMetric)
+			before := scrape(p.url)
 			r := openLoop(p.chat.base, p.open, rep, rate, o.rateDuration, fmt.Sprintf("o%d-", i), 15*time.Second)
 			tag := ""
 			if i == len(o.rates) {
@@ -383,7 +383,9 @@ func runEngine(o options, engine, dir string) (map[string]float64, error) {
 			}
 			fmt.Printf("| %s | %d%s | %d | %d | %d | %s | %s | %d | %s |\n", p.name, rate, tag, r.sent, r.ok, r.shed,
 				ms(pct(r.replyLat, r.missing, 0.5)), ms(pct(r.replyLat, r.missing, 0.99)), r.missing, ms(r.drain))
-			cells := append(stageCells(before, readHists(p.url, stageMetrics), r.ok), foldedCell(stored, readCounts(p.url, messagesMetric)))
+			after := scrape(p.url)
+			cells := append(stageCells(histsOf(before, stageMetrics), histsOf(after, stageMetrics), r.ok),
+				foldedCell(countsOf(before, messagesMetric), countsOf(after, messagesMetric)))
 			stages = append(stages, stagesRow(p.name, rate, tag, cells))
 			time.Sleep(time.Second)
 		}

@@ -45,11 +45,11 @@ func scrape(base string) map[string]*dto.MetricFamily {
 // with the bot's answer, or why alone.
 const messagesMetric = "parley_user_messages_total"
 
-// readCounts reads the values of a counter of base's /metrics by the
+// countsOf reads the values of a counter of families (scrape) by the
 // value of its one label; empty when there is none (an older build).
-func readCounts(base, name string) map[string]float64 {
+func countsOf(families map[string]*dto.MetricFamily, name string) map[string]float64 {
 	out := map[string]float64{}
-	f := scrape(base)[name]
+	f := families[name]
 	if f == nil || f.GetType() != dto.MetricType_COUNTER {
 		return out
 	}
@@ -62,7 +62,7 @@ func readCounts(base, name string) map[string]float64 {
 }
 
 // foldedCell tells the share of the messages counted between before and
-// after (readCounts of messagesMetric) that folded, then the two most
+// after (countsOf messagesMetric) that folded, then the two most
 // frequent reasons of the others: "91 % (slow 6 %, busy 3 %)". A dash
 // when nothing was counted.
 func foldedCell(before, after map[string]float64) string {
@@ -97,11 +97,10 @@ func foldedCell(before, after map[string]float64) string {
 	return cell
 }
 
-// readHists reads the named histograms of base's /metrics; missing ones
-// (or an unreachable server) are left out.
-func readHists(base string, names []string) map[string]hist {
+// histsOf reads the named histograms of families (scrape); missing ones
+// (or those of an unreachable server) are left out.
+func histsOf(families map[string]*dto.MetricFamily, names []string) map[string]hist {
 	out := map[string]hist{}
-	families := scrape(base)
 	for _, name := range names {
 		f := families[name]
 		if f == nil || f.GetType() != dto.MetricType_HISTOGRAM || len(f.GetMetric()) != 1 {
