@@ -20,14 +20,25 @@ const analyzeEvery = 2 * time.Second
 // 300 rows, where 1,000 was the threshold).
 const analyzeMinRows = 50
 
+// analyzeMaxRows is the planner's count past which a hot table is left to
+// autovacuum. By then its statistics have the shape that picks the right
+// plans (one bot, many rows: TestTurnReadPlansByKeyOnceAnalyzed plans by
+// key at 300), and each ANALYZE more here only invalidated every
+// connection's cached plans. Their replanning made the reply latency's
+// tail: in PostgreSQL's log (log_min_duration_statement) under the
+// benchmark's 1,000 messages/s, each ANALYZE of messages (50-190 ms) was
+// followed by binds of the pending turns' join taking 5-25 ms on most
+// connections at once, while a bind of its cached plan takes microseconds.
+const analyzeMaxRows = 1_000
+
 // hotTables are the tables every chat message reads or writes through
 // prepared statements (the pending turns' join, the signal appends).
 var hotTables = []string{"messages", "events", "chat_users", "conversations", "signals", "states", "turn_runs"}
 
 // analyzer refreshes the statistics of the hot tables once they hold more
-// than twice the rows the planner knows of (or it knows none), without
-// waiting for autovacuum, which looks only once a minute
-// (autovacuum_naptime) and may be busy elsewhere.
+// than twice the rows the planner knows of (or it knows none) while it
+// knows fewer than analyzeMaxRows, without waiting for autovacuum, which
+// looks only once a minute (autovacuum_naptime) and may be busy elsewhere.
 //
 // Why: PostgreSQL plans a prepared statement generically after five runs
 // on a connection and keeps that plan until the table's statistics change.
@@ -88,8 +99,8 @@ func (a *analyzer) analyze(ctx context.Context) ([]string, error) {
 	// do not grow, and are left to autovacuum.
 	rows, err := a.db.QueryContext(ctx, `SELECT s.relname, s.n_live_tup FROM pg_stat_user_tables s JOIN pg_class c ON c.oid = s.relid
 		WHERE s.schemaname = current_schema() AND s.relname = ANY($1)
-		AND s.n_live_tup >= $2 AND s.n_live_tup > 2 * c.reltuples`,
-		hotTables, analyzeMinRows)
+		AND s.n_live_tup >= $2 AND s.n_live_tup > 2 * c.reltuples AND c.reltuples < $3`,
+		hotTables, analyzeMinRows, analyzeMaxRows)
 	if err != nil {
 		return nil, err
 	}

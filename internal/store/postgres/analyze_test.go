@@ -15,7 +15,8 @@ import (
 
 // TestAnalyzerRefreshesGrownTables: a hot table that grew past what the
 // planner knows gets ANALYZE (its pg_class.reltuples then counts its rows),
-// once; a table that did not grow does not.
+// once; a table that did not grow does not; one the planner knows at
+// analyzeMaxRows or more is left to autovacuum however it grows.
 func TestAnalyzerRefreshesGrownTables(t *testing.T) {
 	ctx := t.Context()
 	db := testdb.Postgres(t).(*postgres.DB)
@@ -23,70 +24,73 @@ func TestAnalyzerRefreshesGrownTables(t *testing.T) {
 	bot := createBot(t, db)
 
 	raw := db.SQL()
-	reltuples := func(table string) float64 {
+	reltuples := func() float64 {
 		t.Helper()
 		var n float64
-		must(t, raw.QueryRowContext(ctx, `SELECT reltuples FROM pg_class WHERE oid = to_regclass($1)`, table).Scan(&n))
+		must(t, raw.QueryRowContext(ctx, `SELECT reltuples FROM pg_class WHERE oid = to_regclass('chat_users')`).Scan(&n))
 		return n
 	}
 	// Nor may autovacuum's own ANALYZE come in between.
 	_, err := raw.ExecContext(ctx, `ALTER TABLE chat_users SET (autovacuum_enabled = false)`)
 	must(t, err)
-	_, err = raw.ExecContext(ctx, `INSERT INTO chat_users (bot_id, id, created_at, updated_at)
-		SELECT $1, 'u' || g, g, g FROM generate_series(1, 1500) g`, bot.ID)
-	must(t, err)
-	// The statistics collector reports a backend's counts when its
-	// transaction ends, at most once a second (PGSTAT_MIN_INTERVAL).
-	var analyzed []string
-	for deadline := time.Now().Add(10 * time.Second); !slices.Contains(analyzed, "chat_users"); {
-		if time.Now().After(deadline) {
-			t.Fatalf("chat_users (1,500 rows, reltuples %v) not analyzed; analyzed %v", reltuples("chat_users"), analyzed)
-		}
-		time.Sleep(100 * time.Millisecond)
-		analyzed, err = postgres.AnalyzeNow(ctx, db)
+	users := 0
+	// grow adds users up to n, and waits for the statistics to count them:
+	// the collector reports a backend's counts when its transaction ends,
+	// at most once a second (PGSTAT_MIN_INTERVAL).
+	grow := func(n int) {
+		t.Helper()
+		_, err := raw.ExecContext(ctx, `INSERT INTO chat_users (bot_id, id, created_at, updated_at)
+			SELECT $1, 'u' || g, g, g FROM generate_series($2::int, $3::int) g`, bot.ID, users+1, n)
 		must(t, err)
+		users = n
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+			var live int64
+			must(t, raw.QueryRowContext(ctx, `SELECT n_live_tup FROM pg_stat_user_tables WHERE relid = to_regclass('chat_users')`).Scan(&live))
+			if live >= int64(n) {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the statistics still count %d users, want %d", live, n)
+			}
+		}
 	}
-	if slices.Contains(analyzed, "messages") {
-		t.Errorf("messages analyzed while empty: %v", analyzed)
+	pass := func() []string {
+		t.Helper()
+		analyzed, err := postgres.AnalyzeNow(ctx, db)
+		must(t, err)
+		return analyzed
 	}
-	if n := reltuples("chat_users"); n < 1500 {
-		t.Fatalf("chat_users reltuples %v after ANALYZE, want 1500", n)
+
+	grow(300)
+	if analyzed := pass(); !slices.Contains(analyzed, "chat_users") || slices.Contains(analyzed, "messages") {
+		t.Fatalf("analyzed %v, want chat_users (300 rows) and not messages (empty)", analyzed)
 	}
-	analyzed, err = postgres.AnalyzeNow(ctx, db)
-	must(t, err)
-	if len(analyzed) != 0 {
+	if n := reltuples(); n != 300 {
+		t.Fatalf("chat_users reltuples %v after ANALYZE, want 300", n)
+	}
+	if analyzed := pass(); len(analyzed) != 0 {
 		t.Fatalf("analyzed again without growth: %v", analyzed)
 	}
 
 	// An ANALYZE that changed nothing (a role that does not own the table
 	// gets a warning) is not repeated until the table doubled again.
-	_, err = raw.ExecContext(ctx, `INSERT INTO chat_users (bot_id, id, created_at, updated_at)
-		SELECT $1, 'v' || g, g, g FROM generate_series(1, 3500) g`, bot.ID)
-	must(t, err)
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-		var live int64
-		must(t, raw.QueryRowContext(ctx, `SELECT n_live_tup FROM pg_stat_user_tables WHERE relid = to_regclass('chat_users')`).Scan(&live))
-		if live >= 5000 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the statistics still count %d users", live)
-		}
+	grow(1200)
+	postgres.SetAnalyzed(db, "chat_users", 700) // as if tried at 700 rows, to no effect
+	if analyzed := pass(); slices.Contains(analyzed, "chat_users") {
+		t.Fatalf("chat_users (1,200 rows) analyzed again though tried at 700: %v", analyzed)
 	}
-	postgres.SetAnalyzed(db, "chat_users", 4000) // as if tried at 4,000 rows, to no effect
-	analyzed, err = postgres.AnalyzeNow(ctx, db)
-	must(t, err)
-	if slices.Contains(analyzed, "chat_users") {
-		t.Fatalf("chat_users (5,000 rows) analyzed again though tried at 4,000: %v", analyzed)
+	postgres.SetAnalyzed(db, "chat_users", 400)
+	if analyzed := pass(); !slices.Contains(analyzed, "chat_users") {
+		t.Fatalf("chat_users (1,200 rows, the planner knows %v) not analyzed: %v", reltuples(), analyzed)
 	}
-	postgres.SetAnalyzed(db, "chat_users", 2000)
-	analyzed, err = postgres.AnalyzeNow(ctx, db)
-	must(t, err)
-	if !slices.Contains(analyzed, "chat_users") {
-		var live int64
-		var rt float64
-		must(t, raw.QueryRowContext(ctx, `SELECT s.n_live_tup, c.reltuples FROM pg_stat_user_tables s JOIN pg_class c ON c.oid = s.relid WHERE s.relid = to_regclass('chat_users')`).Scan(&live, &rt))
-		t.Fatalf("chat_users (%d rows, the planner knows %v) not analyzed: %v", live, rt, analyzed)
+
+	// The planner now knows 1,200 rows, past analyzeMaxRows: each ANALYZE
+	// would invalidate every connection's plans for statistics of the same
+	// shape, so the table is autovacuum's from now on.
+	grow(2700)
+	postgres.SetAnalyzed(db, "chat_users", 0)
+	if analyzed := pass(); slices.Contains(analyzed, "chat_users") {
+		t.Fatalf("chat_users analyzed at 2,700 rows though the planner knew %v: %v", reltuples(), analyzed)
 	}
 }
 
