@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -63,4 +65,37 @@ func TestDatabaseUnavailable(t *testing.T) {
 			return res.StatusCode/100 == 2
 		})
 	}
+}
+
+// TestDatabaseUnavailableToTheOfficialClient: the same outage as the
+// official @botpress/client sees it (tests/compat/unavailable.mjs). Without
+// retries it rejects with its UnknownError naming ServiceUnavailable and
+// 503; with its retry option, a GET is retried after the Retry-After delay
+// and succeeds once the database is back, which the test brings back only
+// after the client's first retry was scheduled.
+func TestDatabaseUnavailableToTheOfficialClient(t *testing.T) {
+	u, err := url.Parse(testdb.PostgresURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := testdb.NewProxy(t, u.Host)
+	u.Host = proxy.Addr()
+	q := u.Query()
+	q.Set("connect_timeout", "2")
+	u.RawQuery = q.Encode()
+	a := testapp.Start(t, testapp.Config(t, u.String()))
+	ws := defaultWorkspace(t, a)
+	codeBot(t, a, `bot.on.message('text', async () => {})`)
+
+	marks := t.TempDir()
+	proxy.Cut()
+	node := testapp.StartNode(t, "unavailable.mjs", map[string]string{
+		"API_URL": a.URL, "TOKEN": a.AdminToken, "WORKSPACE_ID": ws, "MARK_DIR": marks,
+	})
+	waitFor(t, "the client's first retry", time.Minute, func() bool {
+		_, err := os.Stat(filepath.Join(marks, "retrying"))
+		return err == nil || node.Exited()
+	})
+	proxy.Mend(t)
+	t.Log(node.Wait())
 }

@@ -77,6 +77,23 @@ func CompatDir() string { return filepath.Join(RepoRoot(), "tests", "compat") }
 // skip, so CI cannot pass without the real clients.
 func RunNode(t testing.TB, script string, env map[string]string) string {
 	t.Helper()
+	return StartNode(t, script, env).Wait()
+}
+
+// Node is a compatibility script running, for a test that acts while it
+// runs (StartNode).
+type Node struct {
+	t      testing.TB
+	script string
+	out    *strings.Builder
+	done   chan struct{}
+	err    error
+}
+
+// StartNode starts a compatibility script as RunNode does, without waiting
+// for it.
+func StartNode(t testing.TB, script string, env map[string]string) *Node {
+	t.Helper()
 	node, err := exec.LookPath("node")
 	if err != nil {
 		t.Fatalf("node is required for the compatibility tests: %v", err)
@@ -85,7 +102,6 @@ func RunNode(t testing.TB, script string, env map[string]string) string {
 		t.Fatalf("npm packages missing: run `npm ci` in tests/compat (the test script does it): %v", err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
 	cmd := exec.CommandContext(ctx, node, script)
 	cmd.Dir = CompatDir()
 	cmd.Env = os.Environ()
@@ -94,12 +110,39 @@ func RunNode(t testing.TB, script string, env map[string]string) string {
 	}
 	// One writer for both: os/exec then writes to it from one goroutine
 	// at a time (two different writers over one builder race).
-	var out strings.Builder
-	cmd.Stdout = &out
-	cmd.Stderr = &out
-	err = cmd.Run()
-	if err != nil {
-		t.Fatalf("node %s failed: %v\n%s", script, err, out.String())
+	n := &Node{t: t, script: script, out: &strings.Builder{}, done: make(chan struct{})}
+	cmd.Stdout = n.out
+	cmd.Stderr = n.out
+	if err := cmd.Start(); err != nil {
+		cancel()
+		t.Fatalf("node %s: %v", script, err)
 	}
-	return out.String()
+	go func() {
+		defer cancel()
+		n.err = cmd.Wait()
+		close(n.done)
+	}()
+	t.Cleanup(func() { cancel(); <-n.done })
+	return n
+}
+
+// Exited tells whether the script has ended.
+func (n *Node) Exited() bool {
+	select {
+	case <-n.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// Wait waits for the script to end and returns its output, or fails the
+// test with it.
+func (n *Node) Wait() string {
+	n.t.Helper()
+	<-n.done
+	if n.err != nil {
+		n.t.Fatalf("node %s failed: %v\n%s", n.script, n.err, n.out.String())
+	}
+	return n.out.String()
 }
