@@ -409,6 +409,7 @@ func (d *Dispatcher) runConversation(ref model.ConversationRef, wait *time.Durat
 			return false
 		}
 		// One read per batch of turns, with what they refer to.
+		d.queue.reading(ref)
 		turns, err := d.store.Signals().PendingTurnInputs(ctx, ref.BotID, ref.ConversationID, turnBatch)
 		if err != nil {
 			if ctx.Err() == nil {

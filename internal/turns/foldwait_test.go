@@ -343,3 +343,70 @@ func TestFoldWaitsForTheRunWithinClaimWithin(t *testing.T) {
 		})
 	}
 }
+
+// TestFoldWaitsForARunThatReadItsNotifiedTurn: a message committed alone
+// while its conversation's run ran (its turn notified then) is read by
+// that run, which runs its turn; the conversation's next message, sent
+// while that turn runs, waits for the run's end and folds. It used to
+// find the conversation still notified, commit alone, and leave the next
+// one the same way: a chain that kept a share of PostgreSQL's closed-loop
+// messages out of the fold. On SQLite, and on PostgreSQL with leases.
+func TestFoldWaitsForARunThatReadItsNotifiedTurn(t *testing.T) {
+	for _, leases := range []bool{false, true} {
+		name := map[bool]string{false: "sqlite", true: "postgres"}[leases]
+		t.Run(name, func(t *testing.T) {
+			startedFirst, releaseFirst := make(chan struct{}), make(chan struct{})
+			startedSecond, releaseSecond := make(chan struct{}), make(chan struct{})
+			bot := botFunc(func(ctx context.Context, in *turns.TurnInput, out turns.BotOutput) error {
+				var p struct{ Text string }
+				_ = json.Unmarshal(in.Message.Payload, &p)
+				switch p.Text {
+				case "first":
+					close(startedFirst)
+					<-releaseFirst
+				case "second":
+					close(startedSecond)
+					<-releaseSecond
+				}
+				return echoText(ctx, in, out)
+			})
+			obs := &countingObserver{}
+			// "first" is pending before the dispatcher starts, which runs
+			// it as a message that did not fold; no sweep notifies it again.
+			o := turns.DispatcherOptions{FoldWithin: 10 * time.Second, ClaimWithin: 10 * time.Second, Sweep: time.Hour, Observer: obs}
+			storeFirst := func(f *foldFixture) { f.storeMessage(t, "first") }
+			var f *foldFixture
+			if leases {
+				f = leasedFold(t, bot, o, storeFirst)
+			} else {
+				f = newFoldFixtureOn(t, testdb.SQLite(t), turns.FoldableBot(bot), o, nil, storeFirst)
+			}
+			<-startedFirst
+			// "second" committed alone while the run runs "first", and its
+			// turn notified, as the Chat API's commit does.
+			f.storeMessage(t, "second")
+			f.queue.Notify(f.ref())
+			close(releaseFirst)
+			<-startedSecond // the run read "second"'s turn and runs it
+
+			done := make(chan []string)
+			go func() {
+				f.post(t, f.conv, "third")
+				done <- f.texts(t)
+			}()
+			select {
+			case texts := <-done:
+				close(releaseSecond)
+				t.Fatalf("createMessage returned while the run had a turn to end (it committed alone): %v, told %v", texts, obs.storedSince(0))
+			case <-time.After(100 * time.Millisecond):
+			}
+			before := f.commits.n.Load()
+			close(releaseSecond)
+			eqStrings(t, "messages once createMessage returned", <-done, "first", "second", "echo first", "third", "echo second", "echo third")
+			eqStrings(t, "how the message committed", obs.storedSince(0), "folded")
+			if n := f.commits.n.Load() - before; n != 2 {
+				t.Fatalf("%d commits, want 2 (the second's completion, the third with its answer)", n)
+			}
+		})
+	}
+}
