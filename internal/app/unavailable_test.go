@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/parley-bots/parley/internal/app"
 	"github.com/parley-bots/parley/internal/testutil/testapp"
 	"github.com/parley-bots/parley/internal/testutil/testdb"
 )
@@ -18,16 +19,7 @@ import (
 // ServiceUnavailable with Retry-After, in the standard error body, not
 // 500; once it is back, the same calls succeed.
 func TestDatabaseUnavailable(t *testing.T) {
-	u, err := url.Parse(testdb.PostgresURL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	proxy := testdb.NewProxy(t, u.Host)
-	u.Host = proxy.Addr()
-	q := u.Query()
-	q.Set("connect_timeout", "2")
-	u.RawQuery = q.Encode()
-	a := testapp.Start(t, testapp.Config(t, u.String()))
+	a, proxy := behindProxy(t)
 	ws := defaultWorkspace(t, a)
 	_, chatURL, _ := codeBot(t, a, `bot.on.message('text', async () => {})`)
 	c, conv, _ := chatSession(t, chatURL)
@@ -74,16 +66,7 @@ func TestDatabaseUnavailable(t *testing.T) {
 // and succeeds once the database is back, which the test brings back only
 // after the client's first retry was scheduled.
 func TestDatabaseUnavailableToTheOfficialClient(t *testing.T) {
-	u, err := url.Parse(testdb.PostgresURL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	proxy := testdb.NewProxy(t, u.Host)
-	u.Host = proxy.Addr()
-	q := u.Query()
-	q.Set("connect_timeout", "2")
-	u.RawQuery = q.Encode()
-	a := testapp.Start(t, testapp.Config(t, u.String()))
+	a, proxy := behindProxy(t)
 	ws := defaultWorkspace(t, a)
 	codeBot(t, a, `bot.on.message('text', async () => {})`)
 
@@ -98,4 +81,20 @@ func TestDatabaseUnavailableToTheOfficialClient(t *testing.T) {
 	})
 	proxy.Mend(t)
 	t.Log(node.Wait())
+}
+
+// behindProxy starts a server on PostgreSQL reached through a loopback
+// proxy the test can cut and mend.
+func behindProxy(t *testing.T) (*app.App, *testdb.Proxy) {
+	t.Helper()
+	u, err := url.Parse(testdb.PostgresURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := testdb.NewProxy(t, u.Host)
+	u.Host = proxy.Addr()
+	q := u.Query()
+	q.Set("connect_timeout", "2")
+	u.RawQuery = q.Encode()
+	return testapp.Start(t, testapp.Config(t, u.String())), proxy
 }

@@ -42,12 +42,7 @@ func TestFoldWaitsForTheRunsLastTurn(t *testing.T) {
 			storeFirst := func(f *foldFixture) {
 				f.storeMessage(t, "first")
 			}
-			var f *foldFixture
-			if leases {
-				f = leasedFold(t, bot, o, storeFirst)
-			} else {
-				f = newFoldFixtureOn(t, testdb.SQLite(t), turns.FoldableBot(bot), o, nil, storeFirst)
-			}
+			f := foldOn(t, leases, bot, o, storeFirst)
 			<-started
 			before := f.commits.n.Load()
 			done := make(chan []string)
@@ -375,12 +370,7 @@ func TestFoldWaitsForARunThatReadItsNotifiedTurn(t *testing.T) {
 			// it as a message that did not fold; no sweep notifies it again.
 			o := turns.DispatcherOptions{FoldWithin: 10 * time.Second, ClaimWithin: 10 * time.Second, Sweep: time.Hour, Observer: obs}
 			storeFirst := func(f *foldFixture) { f.storeMessage(t, "first") }
-			var f *foldFixture
-			if leases {
-				f = leasedFold(t, bot, o, storeFirst)
-			} else {
-				f = newFoldFixtureOn(t, testdb.SQLite(t), turns.FoldableBot(bot), o, nil, storeFirst)
-			}
+			f := foldOn(t, leases, bot, o, storeFirst)
 			<-startedFirst
 			// "second" committed alone while the run runs "first", and its
 			// turn notified, as the Chat API's commit does.
@@ -409,4 +399,14 @@ func TestFoldWaitsForARunThatReadItsNotifiedTurn(t *testing.T) {
 			}
 		})
 	}
+}
+
+// foldOn is a fold fixture for bot made foldable, on PostgreSQL with
+// leases or on SQLite, with before run before its dispatcher starts.
+func foldOn(t *testing.T, leases bool, bot turns.Bot, o turns.DispatcherOptions, before func(*foldFixture)) *foldFixture {
+	t.Helper()
+	if leases {
+		return leasedFold(t, bot, o, before)
+	}
+	return newFoldFixtureOn(t, testdb.SQLite(t), turns.FoldableBot(bot), o, nil, before)
 }

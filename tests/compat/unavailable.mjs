@@ -11,62 +11,44 @@
 //
 // Env: API_URL, TOKEN, WORKSPACE_ID, and MARK_DIR, where it writes "retrying"
 // at its first retry, before the delay: the test mends the connections only
-// then, so at least one attempt meets the outage. Prints a JSON summary;
-// exits 1 on any failure.
+// then, so at least one attempt meets the outage.
 import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { Client, UnknownError, isApiError } from '@botpress/client'
+import { scenario, rejects, finish, env, assert } from './lib.mjs'
 
-const env = (name) => {
-  const v = process.env[name]
-  if (!v) {
-    console.error(`${name} not set`)
-    process.exit(2)
-  }
-  return v
-}
-const fail = (msg) => {
-  console.error(msg)
-  process.exit(1)
-}
 const config = { apiUrl: env('API_URL'), token: env('TOKEN'), workspaceId: env('WORKSPACE_ID') }
 
-let err
-try {
-  await new Client(config).listBots({})
-} catch (e) {
-  err = e
-}
-if (!err) fail('listBots succeeded while the database was unreachable')
-if (!(err instanceof UnknownError) || !isApiError(err)) {
-  fail(`listBots rejected with ${err?.constructor?.name}: ${err?.message}, want the client's UnknownError`)
-}
-if (!err.message.includes('Type: ServiceUnavailable') || !err.message.includes('Code: 503')) {
-  fail(`UnknownError's message ${JSON.stringify(err.message)} does not name ServiceUnavailable and 503`)
-}
-
-const retries = []
-const retrying = new Client({
-  ...config,
-  retry: {
-    retries: 20,
-    onRetry: (n, e) => {
-      retries.push({ n, status: e.response?.status, retryAfter: e.response?.headers?.['retry-after'], at: Date.now() })
-      if (n === 1) writeFileSync(join(env('MARK_DIR'), 'retrying'), '')
-    },
-  },
+await scenario('an outage is UnknownError naming ServiceUnavailable and 503', async () => {
+  const err = await rejects(new Client(config).listBots({}), UnknownError, 'listBots while the database is unreachable')
+  assert.ok(isApiError(err), 'isApiError')
+  assert.match(err.message, /Type: ServiceUnavailable/)
+  assert.match(err.message, /Code: 503/)
 })
-const res = await retrying.listBots({}).catch((e) => fail(`listBots with retries failed: ${e?.constructor?.name}: ${e?.message}`))
-const done = Date.now()
-if (!Array.isArray(res?.bots)) fail(`listBots answered ${JSON.stringify(res)}`)
-if (retries.length === 0) fail('listBots was not retried')
-for (const r of retries) {
-  // Until the pool reconnects an attempt may also fail otherwise; each
-  // 503 must carry the delay.
-  if (r.status === 503 && r.retryAfter !== '1') fail(`a 503 came with Retry-After ${JSON.stringify(r.retryAfter)}, want "1"`)
-}
-if (retries[0].status !== 503) fail(`the first retry followed a ${retries[0].status}, want 503`)
-// axios-retry waits what Retry-After asked for (1 s) before each retry.
-const waited = done - retries[retries.length - 1].at
-if (waited < 900) fail(`the last retry was sent ${waited} ms after the failure before it, want Retry-After's 1 s`)
-console.log(JSON.stringify({ ok: true, error: err.type, retries: retries.map((r) => r.status), waitedMs: waited }))
+
+await scenario('a GET retried after Retry-After succeeds once the database is back', async () => {
+  const retries = []
+  const client = new Client({
+    ...config,
+    retry: {
+      retries: 20,
+      onRetry: (n, e) => {
+        retries.push({ status: e.response?.status, retryAfter: e.response?.headers?.['retry-after'], at: Date.now() })
+        if (n === 1) writeFileSync(join(env('MARK_DIR'), 'retrying'), '')
+      },
+    },
+  })
+  const res = await client.listBots({})
+  const done = Date.now()
+  assert.ok(Array.isArray(res.bots), `listBots answered ${JSON.stringify(res)}`)
+  assert.ok(retries.length > 0, 'listBots was not retried')
+  assert.equal(retries[0].status, 503, 'the first retry followed a 503')
+  // Until the pool reconnects an attempt may fail otherwise; each 503
+  // carries the delay.
+  for (const r of retries.filter((r) => r.status === 503)) assert.equal(r.retryAfter, '1', 'Retry-After of a 503')
+  // axios-retry waits what Retry-After asked for (1 s) before each retry.
+  const waited = done - retries[retries.length - 1].at
+  assert.ok(waited >= 900, `the last retry was sent ${waited} ms after the failure before it, want Retry-After's 1 s`)
+})
+
+finish()
