@@ -3,7 +3,6 @@ package app_test
 import (
 	"encoding/json"
 	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
 	"testing"
@@ -87,14 +86,6 @@ func TestDatabaseUnavailableToTheOfficialClient(t *testing.T) {
 // proxy the test can cut and mend.
 func behindProxy(t *testing.T) (*app.App, *testdb.Proxy) {
 	t.Helper()
-	u, err := url.Parse(testdb.PostgresURL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	proxy := testdb.NewProxy(t, u.Host)
-	u.Host = proxy.Addr()
-	q := u.Query()
-	q.Set("connect_timeout", "2")
-	u.RawQuery = q.Encode()
-	return testapp.Start(t, testapp.Config(t, u.String())), proxy
+	u, proxy := testdb.PostgresBehindProxy(t)
+	return testapp.Start(t, testapp.Config(t, u)), proxy
 }

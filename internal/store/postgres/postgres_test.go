@@ -163,13 +163,8 @@ func TestTransient(t *testing.T) {
 // while its rows came (a proxy in between closed it): pgx's unexpected EOF.
 func cutUnder(t *testing.T) error {
 	ctx := context.Background()
-	u, err := url.Parse(testdb.PostgresURL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	proxy := testdb.NewProxy(t, u.Host)
-	u.Host = proxy.Addr()
-	c, err := sql.Open("pgx", u.String())
+	u, proxy := testdb.PostgresBehindProxy(t)
+	c, err := sql.Open("pgx", u)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package testdb
 import (
 	"io"
 	"net"
+	"net/url"
 	"sync"
 	"testing"
 )
@@ -30,6 +31,24 @@ func NewProxy(t testing.TB, target string) *Proxy {
 	p.serve(ln)
 	t.Cleanup(p.Cut)
 	return p
+}
+
+// PostgresBehindProxy is a URL of a fresh test database (PostgresURL)
+// reached through a Proxy, and the proxy. A connection attempt gives up
+// after 2 s (connect_timeout), so that one made while the proxy is cut
+// fails as against a server gone.
+func PostgresBehindProxy(t testing.TB) (string, *Proxy) {
+	t.Helper()
+	u, err := url.Parse(PostgresURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := NewProxy(t, u.Host)
+	u.Host = p.Addr()
+	q := u.Query()
+	q.Set("connect_timeout", "2")
+	u.RawQuery = q.Encode()
+	return u.String(), p
 }
 
 // Addr is where the proxy listens.
