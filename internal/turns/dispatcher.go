@@ -51,10 +51,11 @@ type DispatcherOptions struct {
 	// With leases, only where this node holds the conversation's lease
 	// parked by its last run.
 	FoldWithin time.Duration
-	// ClaimWithin is how long a user's message waits for its
+	// ClaimWithin is how long a user's message waits at least for its
 	// conversation's last run to end (its one turn left), to fold after
 	// it, rather than commit alone behind it (default: FoldWithin; with
-	// leases at least DefaultClaimWithin).
+	// leases at least DefaultClaimWithin). It waits longer when runs' ends
+	// take longer (Dispatcher.claimWithin).
 	ClaimWithin time.Duration
 }
 
@@ -130,6 +131,9 @@ type Dispatcher struct {
 	foldsRunning int
 	folds        sync.WaitGroup
 	kept         keptStarts // what folded turns left for the next (foldstart.go)
+	// maxClaim bounds a Fold's wait for its conversation's run
+	// (maxClaimWithin; tests lengthen it).
+	maxClaim time.Duration
 }
 
 type turnKey struct {
@@ -186,7 +190,7 @@ func NewDispatcher(st store.Store, commit store.Committer, queue *Queue, bots Re
 		o.Node = model.NewNodeID()
 	}
 	d := &Dispatcher{store: st, commit: commit, queue: queue, bots: bots, log: log, o: o, retries: map[turnKey]int{}, held: map[model.ConversationRef]time.Time{},
-		linger: leaseLinger, parked: map[model.ConversationRef]*parked{}, releasing: map[model.ConversationRef]chan struct{}{}}
+		linger: leaseLinger, maxClaim: maxClaimWithin, parked: map[model.ConversationRef]*parked{}, releasing: map[model.ConversationRef]chan struct{}{}}
 	fold := d.Fold
 	queue.fold.Store(&fold)
 	return d
@@ -403,7 +407,15 @@ func (d *Dispatcher) runConversation(ref model.ConversationRef, wait *time.Durat
 		completions = completions[:0]
 		return ok
 	}
-	defer flush()
+	// The run's tail, from its last turn's end to the run's end (that
+	// turn's completion committed), is what a Fold waiting for it waits
+	// (claimWithin).
+	var lastTurn time.Time
+	defer func() {
+		if flush() && !lastTurn.IsZero() {
+			d.queue.tailRan(time.Since(lastTurn))
+		}
+	}()
 	for ctx.Err() == nil {
 		if !flush() {
 			return false
@@ -474,6 +486,7 @@ func (d *Dispatcher) runConversation(ref model.ConversationRef, wait *time.Durat
 				Duration: took, Failed: err != nil}
 			at := time.Now()
 			completions = append(completions, fenced(at, d.completeTurn(context.WithoutCancel(ctx), t, out, run, fence)))
+			lastTurn = at
 		}
 		if len(turns) < turnBatch && (!d.o.Leases || (d.o.Alone != nil && d.o.Alone())) {
 			// All pending turns ran. A turn committed since the read has

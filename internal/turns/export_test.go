@@ -51,6 +51,10 @@ func KeepStartWith(out BotOutput, user, conv, bot json.RawMessage) {
 // run (leaseLinger), before d starts.
 func SetLeaseLinger(d *Dispatcher, linger time.Duration) { d.linger = linger }
 
+// SetMaxClaim sets how long at most d's Folds wait for their
+// conversation's run (maxClaimWithin), before d starts.
+func SetMaxClaim(d *Dispatcher, v time.Duration) { d.maxClaim = v }
+
 // Parked tells whether d holds ref's lease parked, fresh enough for a
 // Fold to reuse.
 func Parked(d *Dispatcher, ref model.ConversationRef) bool { return d.parkedFresh(ref) }

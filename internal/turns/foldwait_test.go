@@ -410,3 +410,90 @@ func foldOn(t *testing.T, leases bool, bot turns.Bot, o turns.DispatcherOptions,
 	}
 	return newFoldFixtureOn(t, testdb.SQLite(t), turns.FoldableBot(bot), o, nil, before)
 }
+
+// delayedCompletions is a committer whose turn completions (writes
+// without a turn of their own) are durable only delay after they
+// committed, as where commits take long (a loaded machine, a remote
+// database).
+type delayedCompletions struct {
+	store.Committer
+	delay time.Duration
+}
+
+func (c delayedCompletions) Commit(ctx context.Context, w *store.Write) error {
+	return c.Submit(ctx, w)()
+}
+
+func (c delayedCompletions) Submit(ctx context.Context, w *store.Write) func() error {
+	wait := c.Committer.Submit(ctx, w)
+	if w.Turn != nil {
+		return wait
+	}
+	return func() error {
+		err := wait()
+		time.Sleep(c.delay)
+		return err
+	}
+}
+
+// TestFoldWaitsLongerForRunsThatEndSlowly: where runs' ends take long
+// (their last turn's completion committed in 300 ms here), a message that
+// comes while its conversation's run ends waits for it longer than
+// ClaimWithin, twice what runs' ends took of late, and folds; up to
+// maxClaimWithin, past which it commits alone. On SQLite, and on
+// PostgreSQL with leases.
+func TestFoldWaitsLongerForRunsThatEndSlowly(t *testing.T) {
+	const delay = 300 * time.Millisecond
+	for _, leases := range []bool{false, true} {
+		for _, c := range []struct {
+			name     string
+			maxClaim time.Duration // 0: the default
+			want     string
+		}{
+			{"twice the runs' ends, within the bound", 5 * time.Second, "folded"},
+			{"the default bound", 0, turns.AloneBusy},
+		} {
+			engine := map[bool]string{false: "sqlite", true: "postgres"}[leases]
+			t.Run(engine+"/"+c.name, func(t *testing.T) {
+				events := 0
+				started := make(chan struct{})
+				bot := turns.FoldableBot(botFunc(func(ctx context.Context, in *turns.TurnInput, out turns.BotOutput) error {
+					if in.Message == nil {
+						if events++; events == 2 {
+							close(started)
+						}
+						return nil
+					}
+					return echoText(ctx, in, out)
+				}))
+				obs := &countingObserver{}
+				o := turns.DispatcherOptions{FoldWithin: time.Second, ClaimWithin: 5 * time.Millisecond, Observer: obs, Sweep: time.Hour}
+				db := testdb.SQLite(t)
+				if leases {
+					o.Leases, o.LeaseTTL, o.Node = true, 10*time.Second, "n1"
+					db = testdb.Postgres(t)
+				}
+				slow := func(c store.Committer) store.Committer { return delayedCompletions{c, delay} }
+				// A first event's run teaches the dispatcher how long
+				// runs' ends take (and, with leases, parks the lease).
+				f := newFoldFixtureOn(t, db, bot, o, slow, func(f *foldFixture) {
+					if c.maxClaim > 0 {
+						turns.SetMaxClaim(f.dispatcher, c.maxClaim)
+					}
+					f.storeEvent(t)
+				})
+				waitUntil(t, "the first run's end", func() bool { return f.pending(t) == 0 && turns.Released(f.queue, f.ref()) })
+				// The second event's run: the message comes as its turn
+				// runs.
+				f.storeEvent(t)
+				f.queue.Notify(f.ref())
+				<-started
+				f.post(t, f.conv, "m")
+				eqStrings(t, "how the message committed", obs.storedSince(0), c.want)
+				if c.want == "folded" {
+					eqStrings(t, "messages once createMessage returned", f.texts(t), "m", "echo m")
+				}
+			})
+		}
+	}
+}

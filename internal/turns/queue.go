@@ -41,6 +41,10 @@ type Queue struct {
 	// and the commits' notifications contend for.
 	doors atomic.Pointer[[]*Door]
 	turn  atomic.Int64
+	// tail is a run's end after its last turn (that turn's completion
+	// committed, the run released) in ns, a moving average: what a Fold
+	// waiting for the run waits at most (Dispatcher.claimWithin).
+	tail atomic.Int64
 	// fold is the Fold of the dispatcher that runs the queue (set by
 	// NewDispatcher).
 	fold atomic.Pointer[func(context.Context, *store.Write, *model.Message) error]
@@ -311,15 +315,25 @@ func (q *Queue) later(ref model.ConversationRef, delay time.Duration) {
 	time.AfterFunc(delay, func() { q.Notify(ref) })
 }
 
-// turnRan adds a turn's run to the moving average (weight 1/16).
-func (q *Queue) turnRan(d time.Duration) {
+// turnRan adds a turn's run to its moving average.
+func (q *Queue) turnRan(d time.Duration) { addToAverage(&q.turn, d) }
+
+// tailRan adds a run's tail (from its last turn's end to the run's end)
+// to its moving average.
+func (q *Queue) tailRan(d time.Duration) { addToAverage(&q.tail, d) }
+
+// runTail is the moving average of runs' tails (zero before the first).
+func (q *Queue) runTail() time.Duration { return time.Duration(q.tail.Load()) }
+
+// addToAverage adds d to the moving average in avg (weight 1/16).
+func addToAverage(avg *atomic.Int64, d time.Duration) {
 	for {
-		old := q.turn.Load()
-		avg := int64(d)
+		old := avg.Load()
+		v := int64(d)
 		if old != 0 {
-			avg = old + (int64(d)-old)/16
+			v = old + (int64(d)-old)/16
 		}
-		if q.turn.CompareAndSwap(old, avg) {
+		if avg.CompareAndSwap(old, v) {
 			return
 		}
 	}
