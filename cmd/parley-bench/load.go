@@ -224,6 +224,7 @@ type closedResult struct {
 	drain            time.Duration // after the load stopped, until every reply arrived (-1: not within the limit)
 	cpu              time.Duration // the server's CPU time over the run and the drain
 	dbCPU            time.Duration // the PostgreSQL server's, when measured
+	stolen           float64       // the machine's CPU time stolen by the hypervisor meanwhile, a share (-1: unknown)
 	// folded is the share of the messages that folded, and why the others
 	// did not (foldedCell; a dash for a target without the metric).
 	folded string
@@ -274,7 +275,7 @@ func closedLoop(t *target, clients int, do sendTo, d time.Duration, rep *replies
 	if rep != nil {
 		before = rep.count.Load()
 	}
-	cpu0, db0 := cpuTime(t.pid()), dbCPUTime(t.dbPID)
+	cpu0, db0, machine0 := cpuTime(t.pid()), dbCPUTime(t.dbPID), readMachineTicks()
 	stored0 := countsOf(scrape(t.url), messagesMetric)
 	start := time.Now()
 	deadline := start.Add(d)
@@ -314,6 +315,7 @@ func closedLoop(t *target, clients int, do sendTo, d time.Duration, rep *replies
 	}
 	res.cpu = cpuTime(t.pid()) - cpu0
 	res.dbCPU = dbCPUTime(t.dbPID) - db0
+	res.stolen = machine0.stolenSince()
 	res.folded = foldedCell(stored0, countsOf(scrape(t.url), messagesMetric))
 	return res
 }
@@ -417,4 +419,12 @@ func ms(d time.Duration) string {
 		return "∞"
 	}
 	return strconv.FormatFloat(float64(d)/float64(time.Millisecond), 'f', 1, 64) + " ms"
+}
+
+// share prints a share as a percentage ("–": unknown).
+func share(v float64) string {
+	if v < 0 {
+		return "–"
+	}
+	return strconv.FormatFloat(100*v, 'f', 0, 64) + " %"
 }

@@ -87,6 +87,31 @@ func TestBenchRuns(t *testing.T) {
 	if f := goal1Column(out, "folded"); !strings.Contains(f["parley"], "%") || f["bare"] != "–" {
 		t.Errorf("goal 1's folded column = %v, want a share for parley, a dash for the bare handler", f)
 	}
+	// The CPU time stolen from the machine during each run, where Linux
+	// tells it.
+	if _, err := os.Stat("/proc/stat"); err == nil {
+		for target, v := range goal1Column(out, "CPU stolen per round") {
+			if n, err := strconv.Atoi(strings.TrimSuffix(v, " %")); err != nil || n < 0 || n > 100 {
+				t.Errorf("CPU stolen during %s's run = %q, want a percentage", target, v)
+			}
+		}
+	}
+}
+
+func TestParseMachineTicks(t *testing.T) {
+	for _, c := range []struct {
+		line string
+		want machineTicks
+	}{
+		{"cpu  120598 0 18732 105935 2795 0 3792 8232 0 0", machineTicks{total: 260084, steal: 8232}},
+		{"cpu  100 0 50 850 0 0 0", machineTicks{total: 1000}}, // no steal field (an old kernel)
+		{"cpu0 100 0 50 850 0 0 0 7 0 0", machineTicks{}},      // not the machine's line
+		{"", machineTicks{}},
+	} {
+		if got := parseMachineTicks(c.line); got != c.want {
+			t.Errorf("parseMachineTicks(%q) = %+v, want %+v", c.line, got, c.want)
+		}
+	}
 }
 
 // goal4Column reads a column of goal 4's table by target.

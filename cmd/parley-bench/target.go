@@ -384,3 +384,47 @@ func procStat(pid int) []string {
 	// The command name is in parentheses and may hold spaces.
 	return strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
 }
+
+// machineTicks are the machine's CPU time so far, in clock ticks: all of
+// it, and what the hypervisor gave other guests while this one had work
+// (steal, the eighth field of /proc/stat's cpu line); zeros where there is
+// no /proc/stat.
+type machineTicks struct{ total, steal int64 }
+
+func readMachineTicks() machineTicks {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return machineTicks{}
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	return parseMachineTicks(line)
+}
+
+// parseMachineTicks reads /proc/stat's first line: cpu user nice system
+// idle iowait irq softirq steal (guest time, after it, is in user's).
+func parseMachineTicks(line string) machineTicks {
+	f := strings.Fields(line)
+	var m machineTicks
+	if len(f) == 0 || f[0] != "cpu" {
+		return m
+	}
+	for i := 1; i < len(f) && i <= 8; i++ {
+		v, _ := strconv.ParseInt(f[i], 10, 64)
+		m.total += v
+		if i == 8 {
+			m.steal = v
+		}
+	}
+	return m
+}
+
+// stolenSince is the share of the machine's CPU time stolen since m (-1:
+// unknown): another tenant's load, which makes a run's figures lower
+// whatever the code does.
+func (m machineTicks) stolenSince() float64 {
+	now := readMachineTicks()
+	if now.total <= m.total {
+		return -1
+	}
+	return float64(now.steal-m.steal) / float64(now.total-m.total)
+}
