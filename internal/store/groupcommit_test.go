@@ -3,11 +3,15 @@ package store_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
+	"time"
 
+	"github.com/parley-bots/parley/internal/model"
 	"github.com/parley-bots/parley/internal/store"
 )
 
@@ -163,4 +167,120 @@ func TestGroupCommitterYield(t *testing.T) {
 	if together < attempts*3/4 {
 		t.Fatalf("%d of %d attempts committed both writes in one batch, want most", together, attempts)
 	}
+}
+
+// TestGroupCommitterSpills checks where writes go with several shards:
+// while shard 0 commits, writes of other conversations wait for it until
+// spillAt of them do, then go to the next shard, which commits them side
+// by side; a write of a conversation with a write not committed yet goes
+// to that write's shard, after it, whatever the lines. Once all are
+// committed, no conversation is held.
+func TestGroupCommitterSpills(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		queue int  // writes of other conversations queued behind "a:0" before "z:1"
+		spill bool // z:1 goes to the next shard
+	}{
+		{"a short line waits", store.SpillAt - 1, false},
+		{"a long line spills", store.SpillAt, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			started, release := make(chan struct{}), make(chan struct{})
+			var first sync.Once
+			var mu sync.Mutex
+			var txs [][]string
+			run := func(ctx context.Context, fn func(context.Context, store.Store) error) error {
+				isFirst := false
+				first.Do(func() { isFirst = true })
+				if isFirst {
+					close(started)
+					<-release
+				}
+				var names []string
+				if err := fn(context.WithValue(ctx, txKey{}, &names), nil); err != nil {
+					return err
+				}
+				mu.Lock()
+				txs = append(txs, names)
+				mu.Unlock()
+				return nil
+			}
+			g := store.NewGroupCommitter(store.GroupConfig{Shards: 2, LocalOnly: true}, run, nil)
+			write := func(spec string) *store.Write {
+				conv, _, _ := strings.Cut(spec, ":")
+				return &store.Write{Local: true, Ref: model.ConversationRef{BotID: "b", ConversationID: conv},
+					Apply: func(ctx context.Context, _ store.Store) error {
+						names := ctx.Value(txKey{}).(*[]string)
+						*names = append(*names, spec)
+						return nil
+					}}
+			}
+			txOf := func(spec string) []string {
+				mu.Lock()
+				defer mu.Unlock()
+				for _, tx := range txs {
+					if slices.Contains(tx, spec) {
+						return tx
+					}
+				}
+				return nil
+			}
+			waits := []func() error{g.Submit(t.Context(), write("a:0"))}
+			<-started // a:0's batch holds shard 0
+			for i := range c.queue {
+				waits = append(waits, g.Submit(t.Context(), write(fmt.Sprintf("c%d:1", i))))
+			}
+			z := g.Submit(t.Context(), write("z:1"))
+			// a's next write joins a:0's shard, whatever its line.
+			waits = append(waits, z, g.Submit(t.Context(), write("a:1")))
+			if c.spill {
+				done := make(chan error, 1)
+				go func() { done <- z() }()
+				select {
+				case err := <-done:
+					if err != nil {
+						t.Fatal(err)
+					}
+				case <-time.After(10 * time.Second):
+					t.Fatal("z:1 did not commit on the next shard while shard 0 was held")
+				}
+				if tx := txOf("a:0"); tx != nil {
+					t.Fatalf("a:0 committed while held: %v", tx)
+				}
+			}
+			close(release)
+			for _, w := range waits {
+				if err := w(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// z:1 alone on the next shard, or in shard 0's next batch;
+			// a:1 in shard 0's next batch, whatever its line.
+			want := []string{"z:1"}
+			if !c.spill {
+				want = append([]string{"a:1"}, append(names("c", c.queue, ":1"), "z:1")...)
+			}
+			if got := txOf("z:1"); !slices.Equal(got, want) {
+				t.Fatalf("z:1 committed in %v, want %v", got, want)
+			}
+			if got := txOf("a:1"); !slices.Contains(got, "c0:1") {
+				t.Fatalf("a:1 committed in %v, want shard 0's next batch", got)
+			}
+			if got := txOf("a:0"); !slices.Equal(got, []string{"a:0"}) {
+				t.Fatalf("a:0 committed in %v", got)
+			}
+			if n := store.Held(g); n != 0 {
+				t.Fatalf("%d conversations still held once all committed", n)
+			}
+		})
+	}
+}
+
+// names are prefix0suffix ... prefix(n-1)suffix.
+func names(prefix string, n int, suffix string) []string {
+	var out []string
+	for i := range n {
+		out = append(out, fmt.Sprintf("%s%d%s", prefix, i, suffix))
+	}
+	return out
 }
