@@ -127,17 +127,18 @@ func (w *Write) Run(ctx context.Context, tx Store) error {
 	// only if Then does not run (storeTurn). Pipelined, a Then that does
 	// not run fails the transaction (RequireLastTurn, below), which the
 	// group commit runs again without Then (noThen): the turn is stored
-	// then. Where the turn is numbered as the statement runs (not
-	// pipelined), Then's signals are numbered with the write's own, when
-	// nothing of the write's comes between (no More) and they are all
-	// appended by AppendSignal (Then's More only: AppendSignalTurn, for a
-	// Signal, would number past those taken ahead).
+	// then. Then's signals are numbered with the write's own (one update
+	// of the conversation's row, not two), when nothing of the write's
+	// comes between (no More) and they are all appended by AppendSignal
+	// (Then's More only: AppendSignalTurn, for a Signal, would number past
+	// those taken ahead, and pipelined, where the engine numbers them from
+	// the conversation's last number, would move it).
 	unstored := w.Then != nil && !w.noThen && w.Signal != nil && w.Turn != nil
 	thenCtx := ctx
 	var ahead *SignalsAhead
 	if unstored {
 		thenCtx = WithUnstoredTurn(ctx, w.Turn)
-		if n := len(w.Then.More); n > 0 && len(w.More) == 0 && w.Then.Signal == nil && w.Then.Then == nil && !Pipelined(ctx) {
+		if n := len(w.Then.More); n > 0 && len(w.More) == 0 && w.Then.Signal == nil && w.Then.Then == nil {
 			ahead = &SignalsAhead{Want: n}
 			thenCtx = WithSignalsAhead(thenCtx, ahead)
 		}
@@ -274,18 +275,47 @@ func UnstoredTurn(ctx context.Context) *model.Turn {
 // own): the conversation's row is updated once instead of once more for
 // Then. Numbers not used are given back (Signals.GiveBackSignals), so the
 // log stays gapless.
+//
+// In a pipelined transaction the numbers are known only to the engine
+// until the commit (WithReturnedRow): they are taken as a count
+// (TakeDeferred), and a signal that uses one is numbered by the engine
+// from the conversation's last number, which nothing else in the
+// transaction moves while some are left (Write.Run's Then appends no
+// signal but through AppendSignal).
 type SignalsAhead struct {
 	Want int // how many to take
 	// What was taken: the conversation, the next number to use and the
-	// last (Next 0: none taken yet).
+	// last (Next 0: none taken yet, or taken deferred).
 	BotID, ConversationID string
 	Next, End             int64
+	// Deferred counts the numbers taken in a pipelined transaction and
+	// not used yet; the next to use is the conversation's last number
+	// minus Deferred-1.
+	Deferred int64
+	taken    bool
 }
+
+// Take records the numbers taken, next to end, of the conversation.
+func (a *SignalsAhead) Take(botID, conversationID string, next, end int64) {
+	a.BotID, a.ConversationID, a.Next, a.End, a.taken = botID, conversationID, next, end, true
+}
+
+// TakeDeferred records n numbers taken in a pipelined transaction, the
+// conversation's last ones once the statement that took them ran.
+func (a *SignalsAhead) TakeDeferred(botID, conversationID string, n int64) {
+	a.BotID, a.ConversationID, a.Deferred, a.taken = botID, conversationID, n, true
+}
+
+// Taken tells whether the numbers were taken.
+func (a *SignalsAhead) Taken() bool { return a != nil && a.taken }
 
 // Left is how many numbers taken ahead are still unused.
 func (a *SignalsAhead) Left() int64 {
-	if a == nil || a.Next == 0 {
+	switch {
+	case a == nil || !a.taken:
 		return 0
+	case a.Deferred > 0 || a.Next == 0:
+		return a.Deferred
 	}
 	return a.End - a.Next + 1
 }

@@ -31,8 +31,11 @@ func (s *Store) deferRows(ctx context.Context) bool {
 // numbers have no gaps.
 func (r signals) AppendSignal(ctx context.Context, sg *model.Signal) error {
 	stamp(&sg.CreatedAt, model.Now())
-	if a := store.SignalsAheadOf(ctx); a.Left() > 0 && a.BotID == sg.BotID && a.ConversationID == sg.ConversationID && !r.s.deferRows(ctx) {
+	if a := store.SignalsAheadOf(ctx); a.Left() > 0 && a.BotID == sg.BotID && a.ConversationID == sg.ConversationID {
 		// A number taken ahead with an earlier signal of this transaction.
+		if a.Deferred > 0 {
+			return r.appendDeferredAhead(ctx, sg, a)
+		}
 		_, err := r.s.exec(ctx, `INSERT INTO signals (bot_id, conversation_id, seq, type, data, created_at) VALUES (?, ?, ?, ?, ?, ?)`,
 			sg.BotID, sg.ConversationID, a.Next, sg.Type, rawText(sg.Data), ms(sg.CreatedAt))
 		if err != nil {
@@ -74,6 +77,20 @@ func (r signals) AppendSignal(ctx context.Context, sg *model.Signal) error {
 		sg.Seq = seq
 		return nil
 	})
+}
+
+// appendDeferredAhead inserts sg with the next of the numbers a took in a
+// pipelined transaction: the conversation's last number, less those still
+// unused after this one (nothing else moved it since they were taken:
+// store.SignalsAhead), filled in when the statement ran.
+func (r signals) appendDeferredAhead(ctx context.Context, sg *model.Signal, a *store.SignalsAhead) error {
+	a.Deferred--
+	_, err := r.s.exec(store.WithReturnedRow(store.WithRequiredRow(ctx, model.NotFound("conversation")), &sg.Seq, new(int64)),
+		`WITH sg AS (INSERT INTO signals (bot_id, conversation_id, seq, type, data, created_at)
+			SELECT bot_id, id, last_seq - ?, ?, ?, ? FROM conversations WHERE bot_id = ? AND id = ? RETURNING seq)
+		SELECT (SELECT seq FROM sg), 1 / (SELECT COUNT(*) FROM sg)`,
+		a.Deferred, sg.Type, rawText(sg.Data), ms(sg.CreatedAt), sg.BotID, sg.ConversationID)
+	return r.s.fail(err, "signal")
 }
 
 // AppendSignalTurn appends sg and, when t is not nil, enqueues t, taking
@@ -165,19 +182,31 @@ func deferSignalTurn(ctx context.Context, s *Store, cte string, sg *model.Signal
 
 // appendSignalNumberTurn is AppendSignalTurn for a turn left unstored
 // (store.WithUnstoredTurn): the signal is stored, the turn only numbered,
-// and, not pipelined, the numbers asked for by store.WithSignalsAhead
-// taken after sg's.
+// and the numbers asked for by store.WithSignalsAhead taken after sg's
+// (pipelined, as a count: the engine knows them once the statement ran).
 func (r signals) appendSignalNumberTurn(ctx context.Context, sg *model.Signal, t *model.Turn, bump int) error {
 	var more int64
 	a := store.SignalsAheadOf(ctx)
-	if a != nil && a.Next == 0 {
+	if a != nil && !a.Taken() {
 		more = int64(a.Want)
 	}
 	return r.s.tx(ctx, func(s *Store) error {
 		var seq, tseq int64
 		if s.deferRows(ctx) {
-			return deferSignalTurn(ctx, s, signalTurnCTE, sg, t,
-				bump, sg.BotID, sg.ConversationID, sg.Type, rawText(sg.Data), ms(sg.CreatedAt))
+			if more == 0 {
+				return deferSignalTurn(ctx, s, signalTurnCTE, sg, t,
+					bump, sg.BotID, sg.ConversationID, sg.Type, rawText(sg.Data), ms(sg.CreatedAt))
+			}
+			err := deferSignalTurn(ctx, s, `WITH c AS (
+					UPDATE conversations SET last_seq = last_seq + 1 + ?, turn_seq = turn_seq + ?
+					WHERE bot_id = ? AND id = ? RETURNING bot_id, id, last_seq - ? AS last_seq, turn_seq),
+				sg AS (INSERT INTO signals (bot_id, conversation_id, seq, type, data, created_at)
+					SELECT bot_id, id, last_seq, ?, ?, ? FROM c)`, sg, t,
+				more, bump, sg.BotID, sg.ConversationID, more, sg.Type, rawText(sg.Data), ms(sg.CreatedAt))
+			if err == nil {
+				a.TakeDeferred(sg.BotID, sg.ConversationID, more)
+			}
+			return err
 		}
 		const bumpBoth = `UPDATE conversations SET last_seq = last_seq + 1 + ?, turn_seq = turn_seq + ?
 			WHERE bot_id = ? AND id = ? RETURNING last_seq - ? AS seq, turn_seq`
@@ -204,7 +233,7 @@ func (r signals) appendSignalNumberTurn(ctx context.Context, sg *model.Signal, t
 			t.Seq = tseq
 		}
 		if more > 0 {
-			a.BotID, a.ConversationID, a.Next, a.End = sg.BotID, sg.ConversationID, seq+1, seq+more
+			a.Take(sg.BotID, sg.ConversationID, seq+1, seq+more)
 		}
 		return nil
 	})
@@ -212,8 +241,13 @@ func (r signals) appendSignalNumberTurn(ctx context.Context, sg *model.Signal, t
 
 // GiveBackSignals implements store.Signals.
 func (r signals) GiveBackSignals(ctx context.Context, botID, conversationID string, n int64) error {
-	return r.s.execOne(ctx, "conversation", `UPDATE conversations SET last_seq = last_seq - ? WHERE bot_id = ? AND id = ?`,
-		n, botID, conversationID)
+	const giveBack = `UPDATE conversations SET last_seq = last_seq - ? WHERE bot_id = ? AND id = ?`
+	if r.s.deferRows(ctx) { // no answer needed before the COMMIT
+		_, err := r.s.exec(store.WithRequiredRow(ctx, model.NotFound("conversation")),
+			`WITH c AS (`+giveBack+` RETURNING 1) SELECT 1 / (SELECT COUNT(*) FROM c)`, n, botID, conversationID)
+		return r.s.fail(err, "conversation")
+	}
+	return r.s.execOne(ctx, "conversation", giveBack, n, botID, conversationID)
 }
 
 func (r signals) RedactMessageSignal(ctx context.Context, botID, conversationID, messageID, typ string, data json.RawMessage) error {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/parley-bots/parley/internal/model"
@@ -207,34 +209,57 @@ func testUnstoredTurn(t *testing.T, db store.DB) {
 	eq(t, "the next turn's number", next.Seq, held.Seq+1)
 
 	// Signal numbers taken ahead: used in order by the conversation's
-	// signals (not another conversation's), the rest given back.
-	newConv(t, db, f.bot.ID, "c2", "u1", 0)
-	ahead := &store.SignalsAhead{Want: 3}
-	held = &model.Turn{BotID: f.bot.ID, ConversationID: "c1", Kind: model.TurnMessage, RefID: "d"}
-	first := &model.Signal{BotID: f.bot.ID, ConversationID: "c1", Type: model.SignalMessageCreated, Data: []byte(`{}`)}
-	inAhead := &model.Signal{BotID: f.bot.ID, ConversationID: "c1", Type: model.SignalMessageCreated, Data: []byte(`{}`)}
-	other := &model.Signal{BotID: f.bot.ID, ConversationID: "c2", Type: model.SignalMessageCreated, Data: []byte(`{}`)}
-	ok(t, db.InTx(ctx, func(tx store.Store) error {
-		marked := store.WithSignalsAhead(store.WithUnstoredTurn(ctx, held), ahead)
-		if err := tx.Signals().AppendSignalTurn(marked, first, held); err != nil {
-			return err
+	// signals (not another conversation's), the rest given back; in a
+	// pipelined transaction too, where the engine may know them only once
+	// the statements ran.
+	for i, pipelined := range []bool{false, true} {
+		tctx, other := ctx, "c"+strconv.Itoa(2+i)
+		if pipelined {
+			tctx = store.WithPipeline(ctx)
 		}
-		if err := tx.Signals().AppendSignal(marked, other); err != nil {
-			return err
+		newConv(t, db, f.bot.ID, other, "u1", 0)
+		ahead := &store.SignalsAhead{Want: 3}
+		held = &model.Turn{BotID: f.bot.ID, ConversationID: "c1", Kind: model.TurnMessage, RefID: "d" + other}
+		first := &model.Signal{BotID: f.bot.ID, ConversationID: "c1", Type: model.SignalMessageCreated, Data: []byte(`{}`)}
+		inAhead := &model.Signal{BotID: f.bot.ID, ConversationID: "c1", Type: model.SignalMessageCreated, Data: []byte(`{"n":1}`)}
+		inAhead2 := &model.Signal{BotID: f.bot.ID, ConversationID: "c1", Type: model.SignalMessageCreated, Data: []byte(`{"n":2}`)}
+		elsewhere := &model.Signal{BotID: f.bot.ID, ConversationID: other, Type: model.SignalMessageCreated, Data: []byte(`{}`)}
+		ok(t, db.InTx(tctx, func(tx store.Store) error {
+			marked := store.WithSignalsAhead(store.WithUnstoredTurn(tctx, held), ahead)
+			if err := tx.Signals().AppendSignalTurn(marked, first, held); err != nil {
+				return err
+			}
+			if err := tx.Signals().AppendSignal(marked, elsewhere); err != nil {
+				return err
+			}
+			for _, sg := range []*model.Signal{inAhead, inAhead2} {
+				if err := tx.Signals().AppendSignal(marked, sg); err != nil {
+					return err
+				}
+			}
+			if n := ahead.Left(); n != 1 {
+				t.Errorf("pipelined %v: numbers left = %d, want 1", pipelined, n)
+			}
+			return tx.Signals().GiveBackSignals(tctx, f.bot.ID, "c1", ahead.Left())
+		}))
+		eq(t, "the signal after the first", inAhead.Seq, first.Seq+1)
+		eq(t, "the signal after it", inAhead2.Seq, first.Seq+2)
+		eq(t, "another conversation's signal", elsewhere.Seq, int64(1))
+		after := &model.Signal{BotID: f.bot.ID, ConversationID: "c1", Type: model.SignalMessageCreated, Data: []byte(`{}`)}
+		ok(t, db.Signals().AppendSignal(ctx, after))
+		eq(t, "the number after those given back", after.Seq, inAhead2.Seq+1)
+		sigs, err := db.Signals().SignalsAfter(ctx, f.bot.ID, "c1", first.Seq-1, 10)
+		ok(t, err)
+		var got []string
+		for _, sg := range sigs {
+			got = append(got, strconv.FormatInt(sg.Seq, 10)+string(sg.Data))
 		}
-		if err := tx.Signals().AppendSignal(marked, inAhead); err != nil {
-			return err
+		want := []string{strconv.FormatInt(first.Seq, 10) + `{}`, strconv.FormatInt(first.Seq+1, 10) + `{"n":1}`,
+			strconv.FormatInt(first.Seq+2, 10) + `{"n":2}`, strconv.FormatInt(first.Seq+3, 10) + `{}`}
+		if strings.Join(got, " ") != strings.Join(want, " ") {
+			t.Fatalf("pipelined %v: the log holds %v, want %v", pipelined, got, want)
 		}
-		if n := ahead.Left(); n != 2 {
-			t.Errorf("numbers left = %d, want 2", n)
-		}
-		return tx.Signals().GiveBackSignals(ctx, f.bot.ID, "c1", ahead.Left())
-	}))
-	eq(t, "the signal after the first", inAhead.Seq, first.Seq+1)
-	eq(t, "another conversation's signal", other.Seq, int64(1))
-	after := &model.Signal{BotID: f.bot.ID, ConversationID: "c1", Type: model.SignalMessageCreated, Data: []byte(`{}`)}
-	ok(t, db.Signals().AppendSignal(ctx, after))
-	eq(t, "the number after those given back", after.Seq, inAhead.Seq+1)
+	}
 }
 
 // foldedWrite is a write of user u1's message in conv, with its turn,
