@@ -396,6 +396,37 @@ func testWriteThen(t *testing.T, db store.DB) {
 			ok(t, db.Signals().CompleteTurn(ctx, f.bot.ID, "c1", w.Turn.Seq))
 		}
 	}
+	// A fold's ThenIf (States.RequireTurnStart of a start that still
+	// holds): Then runs when the turn got ThenSeq, and is refused all the
+	// same when another turn came in between (pipelined, the engine may
+	// check both in the one statement: store.LastTurn).
+	for _, between := range []bool{true, false} {
+		idle, err := db.States().GetIdleTurn(ctx, f.bot.ID, "u1", "c1")
+		ok(t, err)
+		if between {
+			ok(t, db.Signals().EnqueueTurn(ctx, &model.Turn{BotID: f.bot.ID, ConversationID: "c1", Kind: model.TurnEvent, RefID: "between"}))
+		}
+		w, _, _ = foldedWrite(f.bot.ID, "c1", int(idle.TurnSeq)+10, idle.TurnSeq+1)
+		w.ThenIf = func(ctx context.Context, tx store.Store) (bool, error) {
+			err := tx.States().RequireTurnStart(ctx, f.bot.ID, "u1", "c1", idle.Start)
+			if errors.Is(err, store.ErrStartChanged) {
+				return false, nil
+			}
+			return err == nil, err
+		}
+		ok(t, cm.Commit(ctx, w))
+		if w.ThenRan() == between {
+			t.Fatalf("another turn in between %v: Then ran %v", between, w.ThenRan())
+		}
+		pending, err := db.Signals().PendingTurns(ctx, f.bot.ID, "c1", 10)
+		ok(t, err)
+		if want := map[bool]int{true: 2, false: 0}[between]; len(pending) != want {
+			t.Fatalf("another turn in between %v: %d turns pending, want %d", between, len(pending), want)
+		}
+		for _, p := range pending {
+			ok(t, db.Signals().CompleteTurn(ctx, f.bot.ID, "c1", p.Seq))
+		}
+	}
 	// Whether Then ran or not, the log has no gap (numbers taken ahead for
 	// a Then that did not run were given back: store.SignalsAhead).
 	sigs, err = db.Signals().SignalsAfter(ctx, f.bot.ID, "c1", 0, 100)
