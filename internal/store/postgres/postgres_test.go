@@ -113,6 +113,8 @@ func BenchmarkTurnRead(b *testing.B) { storetest.BenchTurnRead(b, testdb.Postgre
 
 func BenchmarkTurnStart(b *testing.B) { storetest.BenchTurnStart(b, testdb.Postgres(b)) }
 
+func BenchmarkTurnStartCheck(b *testing.B) { storetest.BenchTurnStartCheck(b, testdb.Postgres(b)) }
+
 // BenchmarkCommit: a user's message and its reply through the Committer,
 // 32 writers (storetest.BenchCommit).
 func BenchmarkCommit(b *testing.B) { storetest.BenchCommit(b, testdb.Postgres(b)) }

@@ -165,6 +165,8 @@ func BenchmarkTurnRead(b *testing.B) { storetest.BenchTurnRead(b, testdb.SQLite(
 
 func BenchmarkTurnStart(b *testing.B) { storetest.BenchTurnStart(b, testdb.SQLite(b)) }
 
+func BenchmarkTurnStartCheck(b *testing.B) { storetest.BenchTurnStartCheck(b, testdb.SQLite(b)) }
+
 // BenchmarkCommit: a user's message and its reply through the Committer,
 // 32 writers (storetest.BenchCommit).
 func BenchmarkCommit(b *testing.B) { storetest.BenchCommit(b, testdb.SQLite(b)) }

@@ -57,6 +57,33 @@ func BenchTurnStart(b *testing.B, db store.DB) {
 	}
 }
 
+// BenchTurnStartCheck measures States.RequireTurnStart of a start that
+// holds (a fold's check of the start its conversation's last turn left,
+// in every folded message's commit), alternating two conversations.
+func BenchTurnStartCheck(b *testing.B, db store.DB) {
+	ctx, bot, must := benchBot(b, db)
+	chat := db.Chat()
+	starts := map[string]store.TurnStart{}
+	for _, id := range []string{"a", "b"} {
+		must(chat.CreateUser(ctx, &model.ChatUser{BotID: bot.ID, ID: id, Name: "user", Tags: map[string]string{"k": "v"}}))
+		must(chat.CreateConversation(ctx, &model.Conversation{BotID: bot.ID, ID: id, OwnerID: id, CreatedAt: at(0)}))
+		must(db.States().Put(ctx, bot.ID, store.ScopeConversation, id, json.RawMessage(`{"n":2}`)))
+		start, err := db.States().GetTurn(ctx, bot.ID, id, id)
+		must(err)
+		starts[id] = start
+	}
+	ids := []string{"a", "b"}
+	i := 0
+	b.ResetTimer()
+	for b.Loop() {
+		id := ids[i%2]
+		i++
+		if err := db.States().RequireTurnStart(ctx, bot.ID, id, id, starts[id]); err != nil {
+			b.Fatalf("RequireTurnStart: %v", err)
+		}
+	}
+}
+
 // benchBot creates a bot to benchmark with, and a check that fails the
 // benchmark on an error.
 func benchBot(b *testing.B, db store.DB) (context.Context, *model.Bot, func(error)) {

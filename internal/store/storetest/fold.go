@@ -74,21 +74,22 @@ func testRequireTurnStart(t *testing.T, db store.DB) {
 	ok(t, db.States().Put(ctx, f.bot.ID, store.ScopeConversation, "c1", json.RawMessage(`{"n":1}`)))
 	cm := db.NewCommitter(nil)
 	// holds checks start both ways: they must agree.
-	holds := func(what string, start store.TurnStart) bool {
+	holdsFor := func(what, user string, start store.TurnStart) bool {
 		t.Helper()
-		direct := db.States().RequireTurnStart(ctx, f.bot.ID, "u1", "c1", start)
+		direct := db.States().RequireTurnStart(ctx, f.bot.ID, user, "c1", start)
 		if direct != nil && !errors.Is(direct, store.ErrStartChanged) {
 			t.Fatalf("%s: %v", what, direct)
 		}
 		committed := cm.Commit(ctx, &store.Write{Local: true, Ref: model.ConversationRef{BotID: f.bot.ID, ConversationID: "c1"},
 			Apply: func(ctx context.Context, tx store.Store) error {
-				return tx.States().RequireTurnStart(ctx, f.bot.ID, "u1", "c1", start)
+				return tx.States().RequireTurnStart(ctx, f.bot.ID, user, "c1", start)
 			}})
 		if (direct == nil) != (committed == nil) || (committed != nil && !errors.Is(committed, store.ErrStartChanged)) {
 			t.Fatalf("%s: directly %v, in a commit %v", what, direct, committed)
 		}
 		return direct == nil
 	}
+	holds := func(what string, start store.TurnStart) bool { t.Helper(); return holdsFor(what, "u1", start) }
 	read := func() store.TurnStart {
 		t.Helper()
 		s, err := db.States().GetTurn(ctx, f.bot.ID, "u1", "c1")
@@ -120,6 +121,10 @@ func testRequireTurnStart(t *testing.T, db store.DB) {
 		{"user tagged", func() { u.Tags = map[string]string{"k": "v"}; ok(t, db.Chat().UpdateUser(ctx, u)) }},
 		{"conversation tagged", func() { c.Tags = map[string]string{"topic": "news"}; ok(t, db.Chat().UpdateConversation(ctx, c)) }},
 		{"conversation untagged", func() { c.Tags = nil; ok(t, db.Chat().UpdateConversation(ctx, c)) }},
+		{"user's picture", func() { u.PictureURL = "https://example.com/u.png"; ok(t, db.Chat().UpdateUser(ctx, u)) }},
+		{"user's profile", func() { u.Profile = "p"; ok(t, db.Chat().UpdateUser(ctx, u)) }},
+		{"user state set", func() { ok(t, db.States().Put(ctx, f.bot.ID, store.ScopeUser, "u1", json.RawMessage(`{"u":1}`))) }},
+		{"user state changed", func() { ok(t, db.States().Put(ctx, f.bot.ID, store.ScopeUser, "u1", json.RawMessage(`{"u":2}`))) }},
 	} {
 		tc.change()
 		if holds(tc.name+": the old start", start) {
@@ -130,10 +135,28 @@ func testRequireTurnStart(t *testing.T, db store.DB) {
 			t.Fatalf("%s: the start read since does not hold", tc.name)
 		}
 	}
-	_, err := db.Handoffs().Request(ctx, &model.Handoff{BotID: f.bot.ID, ConversationID: "c1", Status: model.HandoffWaiting, RequestedAt: at(1)})
+	// A start without its user (not stored) holds until the user is.
+	alone, err := db.States().GetTurn(ctx, f.bot.ID, "u2", "c1")
+	ok(t, err)
+	if alone.User != nil || !holdsFor("without its user", "u2", alone) {
+		t.Fatalf("a start without its user does not hold: %+v", alone.User)
+	}
+	if holdsFor("of another user", "u2", start) {
+		t.Fatal("a start with u1 holds for u2, who is not stored")
+	}
+	newUser(t, db, f.bot.ID, "u2")
+	if holdsFor("its user since stored", "u2", alone) {
+		t.Fatal("a start without its user holds once the user is stored")
+	}
+	_, err = db.Handoffs().Request(ctx, &model.Handoff{BotID: f.bot.ID, ConversationID: "c1", Status: model.HandoffWaiting, RequestedAt: at(1)})
 	ok(t, err)
 	if holds("in handoff", start) {
 		t.Fatal("a start holds in handoff")
+	}
+	// The conversation deleted: no start holds.
+	ok(t, db.Chat().DeleteConversation(ctx, f.bot.ID, "c1"))
+	if holds("the conversation deleted", start) {
+		t.Fatal("a start holds once its conversation is deleted")
 	}
 }
 
