@@ -112,8 +112,8 @@ func WriteError(w http.ResponseWriter, r *http.Request, err error) {
 
 // Logger returns the request's logger (set by the access-log middleware).
 func Logger(ctx interface{ Value(any) any }) *slog.Logger {
-	if info := infoOf(ctx); info != nil && info.log != nil {
-		return info.log
+	if info := infoOf(ctx); info != nil && info.base != nil {
+		return info.logger()
 	}
 	return slog.Default()
 }

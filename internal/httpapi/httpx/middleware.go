@@ -71,20 +71,24 @@ func AccessLog(log *slog.Logger, unavailable func(error) bool, next http.Handler
 		start := time.Now()
 		id := requestIDFor(r)
 		w.Header().Set(RequestIDHeader, id)
-		log := log.With(slog.String("request_id", id))
 		rec := &statusRecorder{ResponseWriter: w}
-		r = r.WithContext(context.WithValue(r.Context(), requestInfoKey{}, &requestInfo{id: id, log: log, unavailable: unavailable}))
+		info := &requestInfo{id: id, base: log, unavailable: unavailable}
+		r = r.WithContext(context.WithValue(r.Context(), requestInfoKey{}, info))
 		defer func() {
 			if p := recover(); p != nil {
 				if p == http.ErrAbortHandler {
 					panic(p)
 				}
-				log.Error("panic in handler", "panic", fmt.Sprint(p), "method", r.Method, "path", r.URL.Path)
+				info.logger().Error("panic in handler", "panic", fmt.Sprint(p), "method", r.Method, "path", r.URL.Path)
 				if rec.status == 0 {
 					WriteError(rec, r, fmt.Errorf("panic: %v", p))
 				}
 			}
+			if !log.Enabled(r.Context(), slog.LevelInfo) {
+				return
+			}
 			log.LogAttrs(r.Context(), slog.LevelInfo, "request",
+				slog.String("request_id", id),
 				slog.String("method", r.Method),
 				slog.String("path", r.URL.Path),
 				slog.Int("status", rec.status),

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"log/slog"
 	"net/http"
+	"sync/atomic"
 )
 
 // RequestIDHeader carries a request's id, in and out.
@@ -16,8 +17,22 @@ const RequestIDHeader = "X-Request-Id"
 // database being unavailable for now.
 type requestInfo struct {
 	id          string
-	log         *slog.Logger
+	base        *slog.Logger // AccessLog's
+	log         atomic.Pointer[slog.Logger]
 	unavailable func(error) bool
+}
+
+// logger is the request's logger, base with its id: made on first use,
+// since most requests log nothing but their access line (a logger With an
+// attribute per request took 0.7 % of the server's CPU in the chat
+// pipeline's closed loop). The request's goroutines may race to make it:
+// one wins.
+func (i *requestInfo) logger() *slog.Logger {
+	if l := i.log.Load(); l != nil {
+		return l
+	}
+	i.log.CompareAndSwap(nil, i.base.With(slog.String("request_id", i.id)))
+	return i.log.Load()
 }
 
 type requestInfoKey struct{}
@@ -43,7 +58,9 @@ func requestIDFor(r *http.Request) string {
 	}
 	var b [12]byte
 	_, _ = rand.Read(b[:])
-	return "req_" + hex.EncodeToString(b[:])
+	id := make([]byte, len("req_")+hex.EncodedLen(len(b)))
+	hex.Encode(id[copy(id, "req_"):], b[:])
+	return string(id)
 }
 
 func saneRequestID(id string) bool {
