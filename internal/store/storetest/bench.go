@@ -44,16 +44,19 @@ func BenchTurnStart(b *testing.B, db store.DB) {
 		must(db.States().Put(ctx, bot.ID, store.ScopeUser, id, json.RawMessage(`{"n":1}`)))
 		must(db.States().Put(ctx, bot.ID, store.ScopeConversation, id, json.RawMessage(`{"n":2}`)))
 	}
-	ids := []string{"a", "b"}
-	i := 0
-	b.ResetTimer()
-	for b.Loop() {
-		id := ids[i%2]
-		i++
+	alternating(b, []string{"a", "b"}, func(id string) {
 		got, err := db.States().GetTurn(ctx, bot.ID, id, id)
 		if err != nil || got.User == nil || got.Conversation == nil || got.UserState == nil || got.ConvState == nil {
 			b.Fatalf("GetTurn = %+v, %v", got, err)
 		}
+	})
+}
+
+// alternating times op on each of ids in turn.
+func alternating(b *testing.B, ids []string, op func(id string)) {
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		op(ids[i%len(ids)])
 	}
 }
 
@@ -72,16 +75,11 @@ func BenchTurnStartCheck(b *testing.B, db store.DB) {
 		must(err)
 		starts[id] = start
 	}
-	ids := []string{"a", "b"}
-	i := 0
-	b.ResetTimer()
-	for b.Loop() {
-		id := ids[i%2]
-		i++
+	alternating(b, []string{"a", "b"}, func(id string) {
 		if err := db.States().RequireTurnStart(ctx, bot.ID, id, id, starts[id]); err != nil {
 			b.Fatalf("RequireTurnStart: %v", err)
 		}
-	}
+	})
 }
 
 // benchBot creates a bot to benchmark with, and a check that fails the
