@@ -52,7 +52,7 @@ func TestAccessLogCarriesTheRequestID(t *testing.T) {
 			rec := httptest.NewRecorder()
 			h.ServeHTTP(rec, req)
 			id := rec.Header().Get(RequestIDHeader)
-			if id == "" || (tc.incoming != "" && id != tc.incoming) || (tc.incoming == "" && !strings.HasPrefix(id, "req_")) {
+			if id == "" || (tc.incoming != "" && id != tc.incoming) || (tc.incoming == "" && (!strings.HasPrefix(id, "req_") || len(id) != len("req_")+24 || !saneRequestID(id))) {
 				t.Fatalf("X-Request-Id = %q (sent %q)", id, tc.incoming)
 			}
 			inside, access := 0, 0

@@ -58,9 +58,9 @@ func requestIDFor(r *http.Request) string {
 	}
 	var b [12]byte
 	_, _ = rand.Read(b[:])
-	id := make([]byte, len("req_")+hex.EncodedLen(len(b)))
-	hex.Encode(id[copy(id, "req_"):], b[:])
-	return string(id)
+	var id [len("req_") + 2*len(b)]byte // on the stack: the string is the one allocation
+	hex.Encode(id[copy(id[:], "req_"):], b[:])
+	return string(id[:])
 }
 
 func saneRequestID(id string) bool {
