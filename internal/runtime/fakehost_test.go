@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"sync"
 
@@ -26,7 +27,16 @@ func (h *fakeHost) Call(ctx context.Context, op string, input map[string]any) (m
 	return map[string]any{"op": op, "input": input}, nil
 }
 
-func (h *fakeHost) CreateMessage(ctx context.Context, conv string, payload, metadata map[string]any, tags map[string]string) (func() map[string]any, error) {
+func (h *fakeHost) CreateMessage(ctx context.Context, conv string, rawPayload, rawMetadata json.RawMessage, tags map[string]string) (func() map[string]any, error) {
+	var payload, metadata map[string]any
+	if err := json.Unmarshal(rawPayload, &payload); err != nil {
+		return nil, fmt.Errorf("payload %s: %w", rawPayload, err)
+	}
+	if rawMetadata != nil {
+		if err := json.Unmarshal(rawMetadata, &metadata); err != nil {
+			return nil, fmt.Errorf("metadata %s: %w", rawMetadata, err)
+		}
+	}
 	if t, _ := payload["type"].(string); t == "" {
 		return nil, model.Invalid("payload.type is required")
 	}

@@ -17,11 +17,12 @@ import (
 // catchable JS exception carrying its message and type; any other error
 // aborts the turn (TurnResult.Err) and its text is not shown to bot code.
 type Host interface {
-	// CreateMessage validates and stores a message authored by the bot and
-	// returns what builds it as the Chat API Message ({id, createdAt,
-	// payload, userId, conversationId, metadata?}), called only once bot
-	// code reads it (most bots never do).
-	CreateMessage(ctx context.Context, conversationID string, payload, metadata map[string]any, tags map[string]string) (func() map[string]any, error)
+	// CreateMessage validates and stores a message authored by the bot
+	// (its payload and metadata, nil for none, as JSON.stringify wrote
+	// them: JSON objects) and returns what builds it as the Chat API
+	// Message ({id, createdAt, payload, userId, conversationId,
+	// metadata?}), called only once bot code reads it (most bots never do).
+	CreateMessage(ctx context.Context, conversationID string, payload, metadata json.RawMessage, tags map[string]string) (func() map[string]any, error)
 	// CreateEvent stores a custom event authored by the bot and returns the
 	// Chat API Event.
 	CreateEvent(ctx context.Context, conversationID string, payload map[string]any) (map[string]any, error)

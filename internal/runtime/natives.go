@@ -74,6 +74,22 @@ func (in *instance) countCall() bool {
 // JSON.stringify, so what reaches the Host is exactly what JSON would carry
 // and bot code keeps no reference into it. Over max bytes the turn ends.
 func (in *instance) encodeObject(v goja.Value, what string, max int) (map[string]any, bool) {
+	raw, ok := in.encodeObjectJSON(v, what, max)
+	if !ok {
+		return nil, false
+	}
+	var m map[string]any
+	if err := json.Unmarshal(raw, &m); err != nil || m == nil {
+		in.throwType("%s must be a JSON object", what)
+	}
+	return m, true
+}
+
+// encodeObjectJSON is encodeObject's JSON, as JSON.stringify wrote it,
+// for a host that stores it (client.createMessage's payload and metadata:
+// decoded to Go and encoded again, they cost an echo bot's reply two
+// conversions more than its validation's).
+func (in *instance) encodeObjectJSON(v goja.Value, what string, max int) (json.RawMessage, bool) {
 	o, ok := v.(*goja.Object)
 	if !ok || o.ClassName() == "Array" || o.ClassName() == "Function" {
 		in.throwType("%s must be an object", what)
@@ -92,11 +108,13 @@ func (in *instance) encodeObject(v goja.Value, what string, max int) (map[string
 			Description: fmt.Sprintf("%s is %d bytes of JSON; the limit is %d", what, len(s), max)}})
 		return nil, false
 	}
-	var m map[string]any
-	if err := json.Unmarshal([]byte(s), &m); err != nil || m == nil {
-		in.throwType("%s must be a JSON object", what)
+	// JSON.stringify writes valid JSON, or undefined; an object's toJSON
+	// may make it anything else than an object.
+	if !goja.IsUndefined(j) && strings.HasPrefix(s, "{") {
+		return json.RawMessage(s), true
 	}
-	return m, true
+	in.throwType("%s must be a JSON object", what)
+	return nil, false
 }
 
 var (
@@ -304,13 +322,13 @@ func (in *instance) nativeOutgoingEvent(call goja.FunctionCall) goja.Value {
 func (in *instance) nativeCreateMessage(call goja.FunctionCall) goja.Value {
 	t := in.current("client.createMessage")
 	conv := in.stringArg(call.Argument(0), "conversationId")
-	payload, ok := in.encodeObject(call.Argument(1), "payload", in.e.opts.MaxPayloadBytes)
+	payload, ok := in.encodeObjectJSON(call.Argument(1), "payload", in.e.opts.MaxPayloadBytes)
 	if !ok {
 		return goja.Undefined()
 	}
-	var metadata map[string]any
+	var metadata json.RawMessage
 	if v := call.Argument(2); defined(v) {
-		if metadata, ok = in.encodeObject(v, "metadata", in.e.opts.MaxPayloadBytes); !ok {
+		if metadata, ok = in.encodeObjectJSON(v, "metadata", in.e.opts.MaxPayloadBytes); !ok {
 			return goja.Undefined()
 		}
 	}

@@ -726,7 +726,7 @@ type sliceHost struct {
 	msgs []map[string]any
 }
 
-func (h *sliceHost) CreateMessage(ctx context.Context, conv string, payload, metadata map[string]any, tags map[string]string) (func() map[string]any, error) {
+func (h *sliceHost) CreateMessage(ctx context.Context, conv string, payload, metadata json.RawMessage, tags map[string]string) (func() map[string]any, error) {
 	m := map[string]any{"id": "m", "createdAt": "2025-03-01T10:00:00.000Z", "payload": payload, "userId": "bot", "conversationId": conv}
 	h.msgs = append(h.msgs, m)
 	return func() map[string]any { return m }, nil
@@ -923,4 +923,44 @@ bot.on.message('*', async ({client}) => {
 	if n := len(h.sent()); n != 3 {
 		t.Errorf("%d messages stored, want 3", n)
 	}
+}
+
+// TestCreateMessageJSON: client.createMessage hands the host its payload
+// and metadata as JSON.stringify wrote them (keys in the bot's order,
+// numbers as JavaScript writes them, an object's toJSON applied), and
+// refuses, with a TypeError the bot can catch, what is not a JSON object.
+func TestCreateMessageJSON(t *testing.T) {
+	e := New(Options{})
+	code := `bot.on.message('*', async ({client}) => {
+  await client.createMessage({payload: {type: 'text', text: 'a<b', z: 1, n: 1e21}, metadata: {b: 2, a: [1.5, 'x']}})
+  await client.createMessage({payload: {toJSON() { return {type: 'text', text: 'from toJSON'} }}})
+  for (const [p, m] of [[{toJSON() { return 'text' }}, undefined], [{type: 'text', text: 'x'}, {toJSON() {}}], [new Date(0), undefined]]) {
+    try { await client.createMessage({payload: p, metadata: m}) } catch (e) { console.log(e.name, e.message) }
+  }
+})`
+	h := &rawHost{fakeHost: newFakeHost()}
+	res, _ := run(t, e, code, textEvent("x"), func(in *TurnInput) { in.Host = h })
+	if res.Problem != nil || res.Err != nil {
+		t.Fatalf("problem %v err %v", res.Problem, res.Err)
+	}
+	want := []string{"TypeError payload must be a JSON object", "TypeError metadata must be a JSON object", "TypeError payload must be a JSON object"}
+	if got := messages(res); !slices.Equal(got, want) {
+		t.Errorf("logs %q, want %q", got, want)
+	}
+	wantPayloads := []string{`{"type":"text","text":"a<b","z":1,"n":1e+21}`, `{"type":"text","text":"from toJSON"}`}
+	wantMetadata := []string{`{"b":2,"a":[1.5,"x"]}`, ``}
+	if !slices.Equal(h.payloads, wantPayloads) || !slices.Equal(h.metadata, wantMetadata) {
+		t.Errorf("the host got payloads %q and metadata %q, want %q and %q", h.payloads, h.metadata, wantPayloads, wantMetadata)
+	}
+}
+
+// rawHost records the JSON CreateMessage is given.
+type rawHost struct {
+	*fakeHost
+	payloads, metadata []string
+}
+
+func (h *rawHost) CreateMessage(ctx context.Context, conv string, payload, metadata json.RawMessage, tags map[string]string) (func() map[string]any, error) {
+	h.payloads, h.metadata = append(h.payloads, string(payload)), append(h.metadata, string(metadata))
+	return h.fakeHost.CreateMessage(ctx, conv, payload, metadata, tags)
 }

@@ -398,23 +398,8 @@ func (h *botHost) Call(ctx context.Context, op string, input map[string]any) (ma
 	return m, nil
 }
 
-func rawOrNil(m map[string]any) (json.RawMessage, error) {
-	if m == nil {
-		return nil, nil
-	}
-	return json.Marshal(m)
-}
-
-func (h *botHost) CreateMessage(ctx context.Context, conversationID string, payload, metadata map[string]any, tags map[string]string) (func() map[string]any, error) {
-	p, err := json.Marshal(payload)
-	if err != nil {
-		return nil, model.Invalid("payload: %v", err)
-	}
-	meta, err := rawOrNil(metadata)
-	if err != nil {
-		return nil, model.Invalid("metadata: %v", err)
-	}
-	m, err := h.out.CreateMessage(ctx, OutgoingMessage{ConversationID: conversationID, Payload: p, Metadata: meta})
+func (h *botHost) CreateMessage(ctx context.Context, conversationID string, payload, metadata json.RawMessage, tags map[string]string) (func() map[string]any, error) {
+	m, err := h.out.CreateMessage(ctx, OutgoingMessage{ConversationID: conversationID, Payload: payload, Metadata: metadata})
 	if err != nil {
 		return nil, err
 	}

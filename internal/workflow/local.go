@@ -148,18 +148,25 @@ func (h *LocalHost) Sent() []map[string]any {
 }
 
 // CreateMessage implements runtime.Host.
-func (h *LocalHost) CreateMessage(_ context.Context, conv string, payload, metadata map[string]any, _ map[string]string) (func() map[string]any, error) {
-	raw, _ := json.Marshal(payload)
-	if _, err := model.ValidateMessagePayload(raw); err != nil {
+func (h *LocalHost) CreateMessage(_ context.Context, conv string, payload, metadata json.RawMessage, _ map[string]string) (func() map[string]any, error) {
+	if _, err := model.ValidateMessagePayload(payload); err != nil {
 		return nil, err
 	}
 	if conv != h.ConversationID {
 		return nil, model.NotFound(fmt.Sprintf("Conversation %q", conv))
 	}
-	m := map[string]any{"id": model.NewID(), "createdAt": model.FormatTime(model.Now()), "payload": payload,
+	var p map[string]any
+	if err := json.Unmarshal(payload, &p); err != nil {
+		return nil, model.Invalid("payload: %v", err)
+	}
+	m := map[string]any{"id": model.NewID(), "createdAt": model.FormatTime(model.Now()), "payload": p,
 		"userId": h.BotID, "conversationId": conv}
 	if metadata != nil {
-		m["metadata"] = metadata
+		var md map[string]any
+		if err := json.Unmarshal(metadata, &md); err != nil {
+			return nil, model.Invalid("metadata: %v", err)
+		}
+		m["metadata"] = md
 	}
 	h.mu.Lock()
 	h.sent = append(h.sent, m)
