@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/parley-bots/parley/internal/testutil/syncbuf"
 	"github.com/parley-bots/parley/internal/testutil/testapp"
 	"github.com/parley-bots/parley/internal/testutil/testdb"
 )
@@ -25,7 +26,7 @@ import (
 type process struct {
 	cmd    *exec.Cmd
 	url    string
-	stderr *syncBuffer
+	stderr *syncbuf.Buffer
 	exited chan struct{} // closed when the process has exited
 	err    error         // its exit status, once exited is closed
 }
@@ -73,7 +74,7 @@ func startProcess(t *testing.T, bin string, env ...string) *process {
 	cmd := exec.Command(bin, "serve", "--addr", "127.0.0.1:0", "--log-format", "json")
 	cmd.Env = append(os.Environ(), env...)
 	pr, pw := io.Pipe()
-	p := &process{cmd: cmd, stderr: &syncBuffer{}, exited: make(chan struct{})}
+	p := &process{cmd: cmd, stderr: &syncbuf.Buffer{}, exited: make(chan struct{})}
 	cmd.Stderr = io.MultiWriter(pw, p.stderr)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -177,24 +178,6 @@ func TestTwoServeProcessesOnPostgres(t *testing.T) {
 	t.Log(out[max(0, len(out)-200):])
 	a.stop(t)
 	b.stop(t)
-}
-
-// syncBuffer is a bytes.Buffer safe for the writer goroutine and the test.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 func chatPost(t *testing.T, url, key string, body any, out any) {

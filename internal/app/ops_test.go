@@ -14,7 +14,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -24,6 +23,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/parley-bots/parley/internal/app"
+	"github.com/parley-bots/parley/internal/testutil/syncbuf"
 	"github.com/parley-bots/parley/internal/testutil/testapp"
 	"github.com/parley-bots/parley/internal/web"
 )
@@ -282,29 +282,11 @@ func registeredRoutes(t *testing.T) []string {
 	return append(out, web.Routes...)
 }
 
-// syncBuffer is a log destination tests read while the server writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // TestRequestIDs: every response has an X-Request-Id (a sane incoming one
 // kept, others replaced), error bodies carry it as requestId, and every
 // log line of the request names it.
 func TestRequestIDs(t *testing.T) {
-	logs := &syncBuffer{}
+	logs := &syncbuf.Buffer{}
 	a, err := app.Start(context.Background(), testapp.Config(t, ""), slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
 	if err != nil {
 		t.Fatal(err)

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/parley-bots/parley/internal/testutil/syncbuf"
 )
 
 // TestAccessLogCarriesTheRequestID: every line a request logs (the access
@@ -27,9 +29,8 @@ func TestAccessLogCarriesTheRequestID(t *testing.T) {
 		{"warn, no access line", slog.LevelWarn, "", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var buf bytes.Buffer
-			var mu sync.Mutex
-			log := slog.New(slog.NewJSONHandler(&lockedWriter{w: &buf, mu: &mu}, &slog.HandlerOptions{Level: tc.level}))
+			var buf syncbuf.Buffer
+			log := slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: tc.level}))
 			h := AccessLog(log, nil, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				var wg sync.WaitGroup
 				for range 4 { // goroutines of the request racing for its logger
@@ -79,17 +80,6 @@ func TestAccessLogCarriesTheRequestID(t *testing.T) {
 			}
 		})
 	}
-}
-
-type lockedWriter struct {
-	w  *bytes.Buffer
-	mu *sync.Mutex
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
 }
 
 // BenchmarkAccessLog: a request through AccessLog at the level parley-bench
