@@ -70,26 +70,14 @@ func (in *instance) countCall() bool {
 	return true
 }
 
-// encodeObject turns a JS value into a JSON object (a fresh Go map) through
-// JSON.stringify, so what reaches the Host is exactly what JSON would carry
-// and bot code keeps no reference into it. Over max bytes the turn ends.
-func (in *instance) encodeObject(v goja.Value, what string, max int) (map[string]any, bool) {
-	raw, ok := in.encodeObjectJSON(v, what, max)
-	if !ok {
-		return nil, false
-	}
-	var m map[string]any
-	if err := json.Unmarshal(raw, &m); err != nil || m == nil {
-		in.throwType("%s must be a JSON object", what)
-	}
-	return m, true
-}
-
-// encodeObjectJSON is encodeObject's JSON, as JSON.stringify wrote it,
-// for a host that stores it (client.createMessage's payload and metadata:
-// decoded to Go and encoded again, they cost an echo bot's reply two
-// conversions more than its validation's).
-func (in *instance) encodeObjectJSON(v goja.Value, what string, max int) (json.RawMessage, bool) {
+// encodeObject turns a JS value into a JSON object through JSON.stringify,
+// so what reaches the Host is exactly what JSON would carry and bot code
+// keeps no reference into it; a host that stores it takes the JSON as
+// written (client.createMessage's payload and metadata: decoded to Go and
+// encoded again, they cost an echo bot's reply two conversions more than
+// its validation's), others a Go map (objectOf). Over max bytes the turn
+// ends.
+func (in *instance) encodeObject(v goja.Value, what string, max int) (json.RawMessage, bool) {
 	o, ok := v.(*goja.Object)
 	if !ok || o.ClassName() == "Array" || o.ClassName() == "Function" {
 		in.throwType("%s must be an object", what)
@@ -115,6 +103,17 @@ func (in *instance) encodeObjectJSON(v goja.Value, what string, max int) (json.R
 	}
 	in.throwType("%s must be a JSON object", what)
 	return nil, false
+}
+
+// objectOf is encodeObject's JSON as a fresh Go map: JSON.stringify's
+// output of an object, so it decodes.
+func objectOf(raw json.RawMessage, ok bool) (map[string]any, bool) {
+	if !ok {
+		return nil, false
+	}
+	var m map[string]any
+	_ = json.Unmarshal(raw, &m)
+	return m, true
 }
 
 var (
@@ -196,7 +195,7 @@ func (in *instance) tagsArg(v goja.Value) map[string]string {
 	if !defined(v) {
 		return nil
 	}
-	m, ok := in.encodeObject(v, "tags", in.e.opts.MaxPayloadBytes)
+	m, ok := objectOf(in.encodeObject(v, "tags", in.e.opts.MaxPayloadBytes))
 	if !ok {
 		return nil
 	}
@@ -284,7 +283,7 @@ func (in *instance) nativeRefresh(call goja.FunctionCall) goja.Value {
 func (in *instance) nativeOutgoingEvent(call goja.FunctionCall) goja.Value {
 	t := in.current("client.createMessage")
 	conv := in.stringArg(call.Argument(0), "conversationId")
-	payload, ok := in.encodeObject(call.Argument(1), "payload", in.e.opts.MaxPayloadBytes)
+	payload, ok := objectOf(in.encodeObject(call.Argument(1), "payload", in.e.opts.MaxPayloadBytes))
 	if !ok {
 		return goja.Undefined()
 	}
@@ -322,13 +321,13 @@ func (in *instance) nativeOutgoingEvent(call goja.FunctionCall) goja.Value {
 func (in *instance) nativeCreateMessage(call goja.FunctionCall) goja.Value {
 	t := in.current("client.createMessage")
 	conv := in.stringArg(call.Argument(0), "conversationId")
-	payload, ok := in.encodeObjectJSON(call.Argument(1), "payload", in.e.opts.MaxPayloadBytes)
+	payload, ok := in.encodeObject(call.Argument(1), "payload", in.e.opts.MaxPayloadBytes)
 	if !ok {
 		return goja.Undefined()
 	}
 	var metadata json.RawMessage
 	if v := call.Argument(2); defined(v) {
-		if metadata, ok = in.encodeObjectJSON(v, "metadata", in.e.opts.MaxPayloadBytes); !ok {
+		if metadata, ok = in.encodeObject(v, "metadata", in.e.opts.MaxPayloadBytes); !ok {
 			return goja.Undefined()
 		}
 	}
@@ -364,7 +363,7 @@ func (in *instance) createdGetter(build func() map[string]any) goja.Value {
 func (in *instance) nativeCreateEvent(call goja.FunctionCall) goja.Value {
 	t := in.current("client.createEvent")
 	conv := in.stringArg(call.Argument(0), "conversationId")
-	payload, ok := in.encodeObject(call.Argument(1), "payload", in.e.opts.MaxPayloadBytes)
+	payload, ok := objectOf(in.encodeObject(call.Argument(1), "payload", in.e.opts.MaxPayloadBytes))
 	if !ok || !in.countCall() {
 		return goja.Undefined()
 	}
@@ -396,7 +395,7 @@ func (in *instance) nativeCall(call goja.FunctionCall) goja.Value {
 	op := call.Argument(0).String()
 	what := "client." + op
 	t := in.current(what)
-	input, ok := in.encodeObject(call.Argument(1), "input", in.e.opts.MaxPayloadBytes)
+	input, ok := objectOf(in.encodeObject(call.Argument(1), "input", in.e.opts.MaxPayloadBytes))
 	if !ok || !in.countCall() {
 		return goja.Undefined()
 	}
