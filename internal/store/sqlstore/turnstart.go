@@ -64,17 +64,10 @@ func (r states) GetIdleTurn(ctx context.Context, botID, userID, conversationID s
 	var st turnStartCols
 	var seq int64
 	var pending, handoff bool
-	err := r.s.queryRow(ctx, `SELECT u.id, u.name, u.picture_url, u.profile, u.tags, u.created_at, u.updated_at,
-		c.id, c.owner_id, c.integration, c.channel, c.tags, c.created_at, c.updated_at,
-		(SELECT data FROM states WHERE bot_id = c.bot_id AND scope = ? AND owner_id = ?),
-		(SELECT data FROM states WHERE bot_id = c.bot_id AND scope = ? AND owner_id = c.id),
-		(SELECT data FROM states WHERE bot_id = c.bot_id AND scope = ? AND owner_id = c.bot_id),
-		c.turn_seq,
+	err := r.s.queryRow(ctx, `SELECT `+convStartSelect+`, c.turn_seq,
 		EXISTS (SELECT 1 FROM turns WHERE bot_id = c.bot_id AND conversation_id = c.id),
 		EXISTS (SELECT 1 FROM handoffs WHERE bot_id = c.bot_id AND conversation_id = c.id)
-		FROM conversations c LEFT JOIN chat_users u ON u.bot_id = c.bot_id AND u.id = ?
-		WHERE c.bot_id = ? AND c.id = ?`,
-		store.ScopeUser, userID, store.ScopeConversation, store.ScopeBot, userID, botID, conversationID).
+		`+convStartFrom, convStartArgs(botID, userID, conversationID)...).
 		Scan(append(st.dest(), &seq, &pending, &handoff)...)
 	if errors.Is(err, sql.ErrNoRows) {
 		return out, nil
@@ -117,7 +110,24 @@ const (
 		LEFT JOIN conversations c ON c.bot_id = t.bot_id AND c.id = t.conversation_id`
 )
 
-// turnStartCols scans turnStartSelect.
+// The same start read from the conversation's row (c) and a given user
+// (GetIdleTurn, holdsStart): turnStartSelect's columns, with the arguments
+// convStartArgs gives.
+const (
+	convStartSelect = `u.id, u.name, u.picture_url, u.profile, u.tags, u.created_at, u.updated_at,
+		c.id, c.owner_id, c.integration, c.channel, c.tags, c.created_at, c.updated_at,
+		(SELECT data FROM states WHERE bot_id = c.bot_id AND scope = ? AND owner_id = ?),
+		(SELECT data FROM states WHERE bot_id = c.bot_id AND scope = ? AND owner_id = c.id),
+		(SELECT data FROM states WHERE bot_id = c.bot_id AND scope = ? AND owner_id = c.bot_id)`
+	convStartFrom = `FROM conversations c LEFT JOIN chat_users u ON u.bot_id = c.bot_id AND u.id = ?
+		WHERE c.bot_id = ? AND c.id = ?`
+)
+
+func convStartArgs(botID, userID, conversationID string) []any {
+	return []any{store.ScopeUser, userID, store.ScopeConversation, store.ScopeBot, userID, botID, conversationID}
+}
+
+// turnStartCols scans turnStartSelect and convStartSelect.
 type turnStartCols struct {
 	uID, uName, uPicture, uProfile, uTags      sql.NullString
 	uCreated, uUpdated                         sql.NullInt64
@@ -237,21 +247,12 @@ func (r states) RequireTurnStart(ctx context.Context, botID, userID, conversatio
 // objects took 8.5 % of the server's CPU in SQLite's closed loop, on the
 // group commit's one writer).
 func (r states) holdsStart(ctx context.Context, botID, userID, conversationID string, start store.TurnStart) error {
-	var uID, uName, uPicture, uProfile, uTags, cOwner, cIntegration, cChannel, cTags sql.NullString
-	var uCreated, uUpdated, cCreated, cUpdated sql.NullInt64
-	var userState, convState, botState sql.NullString
+	var st turnStartCols
 	var handoff bool
-	err := r.s.queryRow(ctx, `SELECT u.id, u.name, u.picture_url, u.profile, u.tags, u.created_at, u.updated_at,
-		c.owner_id, c.integration, c.channel, c.tags, c.created_at, c.updated_at,
-		(SELECT data FROM states WHERE bot_id = c.bot_id AND scope = ? AND owner_id = ?),
-		(SELECT data FROM states WHERE bot_id = c.bot_id AND scope = ? AND owner_id = c.id),
-		(SELECT data FROM states WHERE bot_id = c.bot_id AND scope = ? AND owner_id = c.bot_id),
+	err := r.s.queryRow(ctx, `SELECT `+convStartSelect+`,
 		EXISTS (SELECT 1 FROM handoffs WHERE bot_id = c.bot_id AND conversation_id = c.id)
-		FROM conversations c LEFT JOIN chat_users u ON u.bot_id = c.bot_id AND u.id = ?
-		WHERE c.bot_id = ? AND c.id = ?`,
-		store.ScopeUser, userID, store.ScopeConversation, store.ScopeBot, userID, botID, conversationID).
-		Scan(&uID, &uName, &uPicture, &uProfile, &uTags, &uCreated, &uUpdated,
-			&cOwner, &cIntegration, &cChannel, &cTags, &cCreated, &cUpdated, &userState, &convState, &botState, &handoff)
+		`+convStartFrom, convStartArgs(botID, userID, conversationID)...).
+		Scan(append(st.dest(), &handoff)...)
 	if errors.Is(err, sql.ErrNoRows) { // the conversation is gone: so must it be in start
 		if start.Conversation == nil && start.User == nil && start.UserState == nil && start.ConvState == nil && start.BotState == nil {
 			return nil
@@ -263,13 +264,13 @@ func (r states) holdsStart(ctx context.Context, botID, userID, conversationID st
 	}
 	u, c := start.User, start.Conversation
 	holds := !handoff && c != nil &&
-		sameState(userState, start.UserState) && sameState(convState, start.ConvState) && sameState(botState, start.BotState) &&
-		c.OwnerID == cOwner.String && c.Integration == cIntegration.String && c.Channel == cChannel.String &&
-		ms(c.CreatedAt) == cCreated.Int64 && ms(c.UpdatedAt) == cUpdated.Int64 && sameTags(cTags.String, c.Tags) &&
-		(u == nil) == !uID.Valid
+		sameState(st.userState, start.UserState) && sameState(st.convState, start.ConvState) && sameState(st.botState, start.BotState) &&
+		c.OwnerID == st.cOwner.String && c.Integration == st.cIntegration.String && c.Channel == st.cChannel.String &&
+		ms(c.CreatedAt) == st.cCreated.Int64 && ms(c.UpdatedAt) == st.cUpdated.Int64 && sameTags(st.cTags.String, c.Tags) &&
+		(u == nil) == !st.uID.Valid
 	if holds && u != nil {
-		holds = u.Name == uName.String && u.PictureURL == uPicture.String && u.Profile == uProfile.String &&
-			ms(u.CreatedAt) == uCreated.Int64 && ms(u.UpdatedAt) == uUpdated.Int64 && sameTags(uTags.String, u.Tags)
+		holds = u.Name == st.uName.String && u.PictureURL == st.uPicture.String && u.Profile == st.uProfile.String &&
+			ms(u.CreatedAt) == st.uCreated.Int64 && ms(u.UpdatedAt) == st.uUpdated.Int64 && sameTags(st.uTags.String, u.Tags)
 	}
 	if !holds {
 		return store.ErrStartChanged
