@@ -224,6 +224,11 @@ type Chat interface {
 	// ListParticipants is in the order participants were added.
 	ListParticipants(ctx context.Context, botID, conversationID string, p Page) ([]*model.ChatUser, string, error)
 
+	// CreateMessage stores m in its conversation (NotFound when there is
+	// none). Outside tests it runs in a transaction that also appends the
+	// message's signal, whose update of the conversation's row is what
+	// orders it with DeleteConversation on PostgreSQL (no foreign key
+	// there: migration 0016).
 	CreateMessage(ctx context.Context, m *model.Message) error
 	GetMessage(ctx context.Context, botID, id string) (*model.Message, error)
 	DeleteMessage(ctx context.Context, botID, id string) error

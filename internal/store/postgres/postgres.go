@@ -29,6 +29,7 @@ var Dialect = sqlstore.Dialect{
 	Numbered:      true,
 	CTEWrites:     true,
 	DeferredRows:  true,
+	UnkeyedChat:   true,
 	Committer:     newCommitter,
 	Classify:      classify,
 	Table:         table,

@@ -163,13 +163,26 @@ func (r workspaces) Update(ctx context.Context, w *model.Workspace) error {
 
 // Delete removes the workspace; members, audit records and bots (with all
 // their data) go with it through ON DELETE CASCADE. The bots' rows that no
-// foreign key ties to them (unkeyedBotRows) are removed here.
+// foreign key ties to them (unkeyedBotRows) are removed here, after the
+// bots' rows, as bots.Delete does.
 func (r workspaces) Delete(ctx context.Context, id string) error {
 	return r.s.tx(ctx, func(s *Store) error {
-		if err := deleteUnkeyedBotRows(ctx, s, `IN (SELECT id FROM bots WHERE workspace_id = ?)`, id, "workspace"); err != nil {
+		bots, err := all(ctx, s, "workspace", func(sc scanner) (string, error) {
+			var bot string
+			return bot, sc.Scan(&bot)
+		}, `SELECT id FROM bots WHERE workspace_id = ?`, id)
+		if err != nil {
 			return err
 		}
-		return s.execOne(ctx, "workspace", `DELETE FROM workspaces WHERE id = ?`, id)
+		if err := s.execOne(ctx, "workspace", `DELETE FROM workspaces WHERE id = ?`, id); err != nil {
+			return err
+		}
+		for _, bot := range bots {
+			if err := deleteUnkeyedBotRows(ctx, s, `= ?`, bot, "workspace"); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 }
 

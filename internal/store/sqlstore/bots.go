@@ -111,9 +111,11 @@ func (r bots) Update(ctx context.Context, b *model.Bot) error {
 }
 
 // unkeyedBotRows are the tables of a bot's rows with no foreign key to the
-// bot (API keys; the rows its turns write, migration 0014 on PostgreSQL):
-// deleting a bot or its workspace deletes them itself.
-var unkeyedBotRows = []string{"tokens", "turn_runs", "states", "bot_logs"}
+// bot (API keys; the rows its turns write, migration 0014 on PostgreSQL)
+// or to its conversation (messages and signals, migration 0016 on
+// PostgreSQL): deleting a bot or its workspace deletes them itself, after
+// the bot's row (see DeleteConversation).
+var unkeyedBotRows = []string{"tokens", "turn_runs", "states", "bot_logs", "messages", "signals"}
 
 // deleteUnkeyedBotRows deletes the unkeyedBotRows of the bots whose id
 // matches botIDs (a condition on bot_id with one parameter, arg); what is
@@ -129,8 +131,9 @@ func deleteUnkeyedBotRows(ctx context.Context, s *Store, botIDs string, arg any,
 
 // Delete removes the bot; everything it owns goes with it through ON DELETE
 // CASCADE, except what has no foreign key to it, deleted here: its API keys,
-// and the rows its turns write (runs, states, logs: migration 0014). The
-// leases named after its conversations simply expire.
+// the rows its turns write (runs, states, logs: migration 0014), its
+// conversations' messages and signals (migration 0016). The leases named
+// after its conversations simply expire.
 func (r bots) Delete(ctx context.Context, workspaceID, id string) error {
 	return r.s.tx(ctx, func(s *Store) error {
 		if err := s.execOne(ctx, "bot", `DELETE FROM bots WHERE workspace_id = ? AND id = ?`, workspaceID, id); err != nil {

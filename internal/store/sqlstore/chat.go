@@ -118,10 +118,55 @@ func (r chat) GetConversation(ctx context.Context, botID, id string) (*model.Con
 	return one(ctx, r.s, "conversation", scanConv, `SELECT `+convCols+` FROM conversations WHERE bot_id = ? AND id = ?`, botID, id)
 }
 
-// DeleteConversation removes the conversation and, by cascade, its
-// messages, events, participants, signals and turns.
+// DeleteConversation removes the conversation and, by cascade, its events,
+// participants and turns; then its messages and signals, which have no
+// key to it on PostgreSQL (migration 0016). The conversation's row goes
+// first: its delete waits for the transactions writing to it (they lock
+// it), and the deletes after it see what those committed, so no message
+// or signal outlives it (storetest's testDeleteWhileWriting).
 func (r chat) DeleteConversation(ctx context.Context, botID, id string) error {
-	return r.s.execOne(ctx, "conversation", `DELETE FROM conversations WHERE bot_id = ? AND id = ?`, botID, id)
+	return r.s.tx(ctx, func(s *Store) error {
+		if err := s.execOne(ctx, "conversation", `DELETE FROM conversations WHERE bot_id = ? AND id = ?`, botID, id); err != nil {
+			return err
+		}
+		for _, table := range unkeyedConversationRows {
+			if _, err := s.exec(ctx, `DELETE FROM `+table+` WHERE bot_id = ? AND conversation_id = ?`, botID, id); err != nil {
+				return s.fail(err, "conversation")
+			}
+		}
+		return nil
+	})
+}
+
+// unkeyedConversationRows are the tables of a conversation's rows with no
+// foreign key to it on PostgreSQL (migration 0016).
+var unkeyedConversationRows = []string{"messages", "signals"}
+
+// insertMessage inserts a message (its messageCols, args) only if its
+// conversation exists: NotFound otherwise, in the engine when the
+// statement is deferred to the COMMIT. For a message with no key to its
+// conversation in the schema (Dialect.UnkeyedChat): the transaction that
+// writes it locks the conversation's row before it commits (numbering its
+// signal), as DeleteConversation does.
+func insertMessage(ctx context.Context, s *Store, botID, conversationID string, args []any) error {
+	const insert = `INSERT INTO messages (` + messageCols + `) SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?
+		WHERE EXISTS (SELECT 1 FROM conversations WHERE bot_id = ? AND id = ?)`
+	args = append(args, botID, conversationID)
+	if s.deferRows(ctx) { // no answer needed before the COMMIT
+		_, err := s.exec(store.WithRequiredRow(ctx, model.NotFound("conversation")),
+			`WITH ins AS (`+insert+` RETURNING 1) SELECT 1 / (SELECT COUNT(*) FROM ins)`, args...)
+		return s.fail(err, "message")
+	}
+	res, err := s.exec(ctx, insert, args...)
+	if err != nil {
+		return s.fail(err, "message")
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return err
+	} else if n == 0 {
+		return model.NotFound("conversation")
+	}
+	return nil
 }
 
 func (r chat) ListConversations(ctx context.Context, botID, ownerID string, p store.Page) ([]*model.Conversation, string, error) {
@@ -252,9 +297,12 @@ func (r chat) CreateMessage(ctx context.Context, m *model.Message) error {
 		updated = ms(m.UpdatedAt)
 	}
 	insert := func(s *Store) error {
-		_, err := s.exec(ctx, `INSERT INTO messages (`+messageCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			m.BotID, m.ID, m.ConversationID, m.UserID, rawText(m.Payload), nullRaw(m.Metadata), tags, m.Direction, ms(m.CreatedAt), updated)
-		return s.fail(err, "message")
+		args := []any{m.BotID, m.ID, m.ConversationID, m.UserID, rawText(m.Payload), nullRaw(m.Metadata), tags, m.Direction, ms(m.CreatedAt), updated}
+		if !s.e.d.UnkeyedChat { // the key checks the conversation
+			_, err := s.exec(ctx, `INSERT INTO messages (`+messageCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, args...)
+			return s.fail(err, "message")
+		}
+		return insertMessage(ctx, s, m.BotID, m.ConversationID, args)
 	}
 	if len(m.Tags) == 0 { // the Chat API's hot path: one statement
 		return insert(r.s)

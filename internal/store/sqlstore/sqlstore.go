@@ -62,6 +62,10 @@ type Dialect struct {
 	// that a required row's statement fails with a division by zero when
 	// it finds none.
 	DeferredRows bool
+	// UnkeyedChat says messages and signals have no foreign key to their
+	// conversation (migration 0016, PostgreSQL): CreateMessage checks
+	// that the conversation exists itself.
+	UnkeyedChat bool
 	// PinnedBegin, when set, is the statement that begins InPinnedTx's
 	// transactions on the pinned connection, which then runs without a
 	// database/sql Tx (SQLite's "BEGIN IMMEDIATE"); empty: a Tx.

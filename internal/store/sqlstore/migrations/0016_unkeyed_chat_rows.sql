@@ -1,0 +1,25 @@
+-- A conversation's messages and signals no longer reference its row on
+-- PostgreSQL (issue 18). Every chat message inserts two of each (the
+-- user's and the bot's answer), and each insert ran the key's trigger: a
+-- SELECT ... FOR KEY SHARE of the conversation through SPI, queued after
+-- the row. The transaction writing them has already locked that row (the
+-- UPDATE that numbers the signals) or locks it before it commits, so the
+-- check only cost: 0.82x PostgreSQL's CPU per message and 1.09x the
+-- closed loop's rate without the two keys (README, Performance).
+--
+-- What the keys did is done by the store instead, on both engines:
+--
+-- * A message is inserted only where its conversation exists (INSERT ...
+--   WHERE EXISTS, NotFound otherwise); a signal takes its number from the
+--   conversation's row in the same statement or transaction.
+-- * DeleteConversation deletes the conversation's row first, which waits
+--   for the transactions writing to it, then its messages and signals,
+--   each statement seeing what those committed; bots.Delete and
+--   workspaces.Delete delete a bot's (sqlstore.unkeyedBotRows).
+--
+-- SQLite keeps the keys: its checks lock nothing, and dropping one would
+-- rebuild the table.
+-- only postgres
+ALTER TABLE messages DROP CONSTRAINT messages_bot_id_conversation_id_fkey;
+ALTER TABLE signals DROP CONSTRAINT signals_bot_id_conversation_id_fkey;
+-- end
