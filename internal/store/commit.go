@@ -110,6 +110,12 @@ func (w *Write) Conversation() model.ConversationRef {
 // then (WithReturnedRow).
 func (w *Write) Run(ctx context.Context, tx Store) error {
 	w.thenRan = false
+	if sg := w.Signal; sg != nil || len(w.More) > 0 {
+		if sg == nil {
+			sg = w.More[0]
+		}
+		ctx = WithSignalled(ctx, model.ConversationRef{BotID: sg.BotID, ConversationID: sg.ConversationID})
+	}
 	if w.seqGiven {
 		w.Turn.Seq, w.seqGiven = 0, false
 	}
@@ -267,6 +273,27 @@ func WithUnstoredTurn(ctx context.Context, t *model.Turn) context.Context {
 func UnstoredTurn(ctx context.Context) *model.Turn {
 	t, _ := ctx.Value(unstoredTurnKey{}).(*model.Turn)
 	return t
+}
+
+type signalledKey struct{}
+
+// WithSignalled marks ctx's statements as those of a transaction that
+// appends a signal of the conversation ref before it commits (Write.Run,
+// for a write with signals): numbering it updates the conversation's
+// row, which fails the transaction when the conversation is gone and
+// orders it with the conversation's delete. A row written for that
+// conversation then needs no check of the conversation of its own
+// (Chat.CreateMessage where messages have no foreign key to it: migration
+// 0016 on PostgreSQL).
+func WithSignalled(ctx context.Context, ref model.ConversationRef) context.Context {
+	return context.WithValue(ctx, signalledKey{}, ref)
+}
+
+// Signalled tells whether ctx was marked by WithSignalled for the
+// conversation botID, conversationID.
+func Signalled(ctx context.Context, botID, conversationID string) bool {
+	ref, _ := ctx.Value(signalledKey{}).(model.ConversationRef)
+	return ref.BotID == botID && ref.ConversationID == conversationID && botID != ""
 }
 
 // SignalsAhead are signal numbers a transaction takes ahead, with the
