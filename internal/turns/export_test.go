@@ -57,7 +57,14 @@ func SetMaxClaim(d *Dispatcher, v time.Duration) { d.maxClaim = v }
 
 // Parked tells whether d holds ref's lease parked, fresh enough for a
 // Fold to reuse.
-func Parked(d *Dispatcher, ref model.ConversationRef) bool { return d.parkedFresh(ref) }
+// Parked tells whether ref's lease is parked here, renewed recently
+// enough to be reused (Dispatcher.lease).
+func Parked(d *Dispatcher, ref model.ConversationRef) bool {
+	d.parkMu.Lock()
+	defer d.parkMu.Unlock()
+	p := d.parked[ref]
+	return p != nil && time.Since(p.renewed) < d.o.LeaseTTL/4
+}
 
 // Released tells whether q holds ref neither queued, running nor claimed
 // by a Fold.

@@ -29,7 +29,7 @@ const (
 	AloneOff     = "off"      // folding is off, or the bot does not fold (a workflow bot, an SDK bot)
 	AloneFull    = "full"     // maxFolds were running already
 	AloneBusy    = "busy"     // its conversation had turns to run, or a message being stored
-	AloneLease   = "lease"    // no lease of the conversation parked here (several nodes)
+	AloneLease   = "lease"    // another node holds the conversation's lease, or taking it failed (several nodes)
 	AloneNotIdle = "not_idle" // its conversation had a turn pending in the store
 	AloneSlow    = "slow"     // its turn took longer than FoldWithin
 	AloneOutside = "outside"  // its turn stepped outside (a Runtime API call, a read)
@@ -64,13 +64,19 @@ type foldable interface{ foldable() }
 // never stored, and the dispatcher runs it again, in order.
 //
 // With leases (several nodes on PostgreSQL), a message folds only where
-// this node holds its conversation's lease, parked by the conversation's
-// last run (reused, not taken: a take is a round trip before the turn,
-// which the queue's run pays instead); the folded commit is fenced by it
-// and renews it. A fence refused (taken over meanwhile) leaves the
-// message committed alone, its turn pending for the new holder. A kept
-// start is checked in the commit as on one node: what another node
-// changed meanwhile (a state, a turn of its own) leaves the turn pending.
+// this node holds its conversation's lease: parked by the conversation's
+// last run, or else taken first (a conversation's first message, or one
+// after a pause longer than the linger). Taking it is a round trip before
+// the turn, but the queue's run takes it too, after a commit of the
+// message alone and a read of its turn: with 100 conversations starting
+// at 1,000 messages/s, the queue's first runs made a quarter second of
+// replies wait 30-50 ms (p50) on PostgreSQL, and taking the lease here
+// took most of that wait away (README, Performance). The folded commit is
+// fenced by the lease and renews it. A fence refused (taken over
+// meanwhile) leaves the message committed alone, its turn pending for the
+// new holder; a lease another node holds, the same at once. A kept start
+// is checked in the commit as on one node: what another node changed
+// meanwhile (a state, a turn of its own) leaves the turn pending.
 func (d *Dispatcher) Fold(ctx context.Context, w *store.Write, m *model.Message) error {
 	if d.o.FoldWithin <= 0 || w.Turn == nil || w.Then != nil || m == nil {
 		if w.Turn != nil && m != nil {
@@ -232,13 +238,11 @@ type fold struct {
 }
 
 // lease reuses the conversation's lease this node parked after its last
-// run, renewing it while the fold runs; false when there is none fresh
-// enough to reuse (the message then goes through the queue).
+// run, or takes it, renewing it while the fold runs; false when another
+// node holds it or taking it failed (the message then goes through the
+// queue).
 func (f *fold) lease() bool {
 	d := f.d
-	if !d.parkedFresh(f.ref) {
-		return false
-	}
 	ctx, cancel := context.WithCancel(d.ctx)
 	fence, committed, end, busy := d.lease(ctx, cancel, f.ref)
 	if busy {

@@ -115,21 +115,23 @@ func TestFoldKeptStartWithStates(t *testing.T) {
 }
 
 func testFoldKeptStartWithStates(t *testing.T, newFixture func(turns.Bot, turns.DispatcherOptions) *foldFixture) {
-	var botID string
 	bot := botFunc(func(ctx context.Context, in *turns.TurnInput, out turns.BotOutput) error {
+		if isWarm(in) {
+			return echoText(ctx, in, out) // no state, no start kept
+		}
 		text, err := echoWithState(ctx, in, out)
 		if err != nil {
 			return err
 		}
 		next, _ := json.Marshal(map[string]string{"last": text})
 		out.WithLocalCompletion(func(ctx context.Context, tx store.Store) error {
-			return tx.States().Put(ctx, botID, store.ScopeConversation, in.ConversationID, next)
+			return tx.States().Put(ctx, in.BotID, store.ScopeConversation, in.ConversationID, next)
 		})
 		turns.KeepStartWith(out, nil, next, nil)
 		return nil
 	})
 	f := newFixture(turns.FoldableBot(bot), turns.DispatcherOptions{FoldWithin: 10 * time.Second})
-	botID = f.botID
+	reads := f.reads.Load() // the warm message's, on PostgreSQL
 	for _, text := range []string{"a", "b", "c"} {
 		commits := f.commits.n.Load()
 		f.post(t, f.conv, text)
@@ -138,9 +140,15 @@ func testFoldKeptStartWithStates(t *testing.T, newFixture func(turns.Bot, turns.
 		}
 	}
 	eqStrings(t, "messages", f.texts(t), "a", "echo a none", "b", `echo b {"last":"a"}`, "c", `echo c {"last":"b"}`)
-	if n := f.reads.Load(); n != 1 {
+	if n := f.reads.Load() - reads; n != 1 {
 		t.Fatalf("the messages read their start %d times, want once (the first)", n)
 	}
+}
+
+// isWarm tells the first message foldEngines sends on PostgreSQL (warm).
+func isWarm(in *turns.TurnInput) bool {
+	var p struct{ Text string }
+	return in.Message != nil && json.Unmarshal(in.Message.Payload, &p) == nil && p.Text == "warm"
 }
 
 // echoWithState answers a text message with "echo <text> <the

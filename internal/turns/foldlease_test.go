@@ -36,6 +36,59 @@ func TestFoldWithLease(t *testing.T) {
 	}
 }
 
+// TestFoldTakesTheLease: a conversation's first message, with no lease
+// parked, folds under the lease it takes (one commit, its answer stored
+// when createMessage returns), and leaves that lease parked; where another
+// node holds the lease, the message commits alone at once and its turn
+// waits for that node to let go.
+func TestFoldTakesTheLease(t *testing.T) {
+	for _, heldElsewhere := range []bool{false, true} {
+		name := map[bool]string{false: "free", true: "held elsewhere"}[heldElsewhere]
+		t.Run(name, func(t *testing.T) {
+			obs := &countingObserver{}
+			rec := &recorder{}
+			bot := botFunc(func(ctx context.Context, in *turns.TurnInput, out turns.BotOutput) error {
+				rec.add(in)
+				return echoText(ctx, in, out)
+			})
+			f := leasedFold(t, bot, turns.DispatcherOptions{FoldWithin: 10 * time.Second, Sweep: 50 * time.Millisecond, Observer: obs})
+			lease := "turns:" + f.botID + ":" + f.conv
+			ctx := context.Background()
+			if heldElsewhere {
+				if _, ok, err := f.db.Leases().Take(ctx, lease, "n2", time.Minute); err != nil || !ok {
+					t.Fatalf("n2 could not take the lease (%v, %v)", ok, err)
+				}
+			}
+			before := f.commits.n.Load()
+			f.post(t, f.conv, "first")
+			if n := f.commits.n.Load() - before; n != 1 {
+				t.Fatalf("the first message took %d commits, want 1", n)
+			}
+			if !heldElsewhere {
+				eqStrings(t, "how the message committed", obs.storedSince(0), "folded")
+				eqStrings(t, "messages once createMessage returned", f.texts(t), "first", "echo first")
+				if !turns.Parked(f.dispatcher, f.ref()) {
+					t.Fatal("the lease is not parked after the fold")
+				}
+				if _, ok, err := f.db.Leases().Take(ctx, lease, "n2", time.Second); err != nil || ok {
+					t.Fatalf("another node took the lease (%v, %v)", ok, err)
+				}
+				return
+			}
+			eqStrings(t, "how the message committed", obs.storedSince(0), turns.AloneLease)
+			eqStrings(t, "messages once createMessage returned", f.texts(t), "first")
+			time.Sleep(200 * time.Millisecond) // n2 holds it: nothing runs here
+			eqStrings(t, "turns run while n2 holds the lease", rec.turns())
+			if err := f.db.Leases().Release(ctx, lease, "n2"); err != nil {
+				t.Fatal(err)
+			}
+			waitUntil(t, "the answer once n2 let go", func() bool { return f.pending(t) == 0 && len(f.texts(t)) == 2 })
+			eqStrings(t, "messages", f.texts(t), "first", "echo first")
+			eqStrings(t, "turns run", rec.turns(), "first")
+		})
+	}
+}
+
 // TestFoldWithLeaseTurnInBetween: a turn enqueued while the bot answered
 // comes first. PostgreSQL numbers the message's turn only at the commit,
 // so the server refuses the folded answer (store.ErrTurnBetween) and the
@@ -160,6 +213,9 @@ func TestFoldWithLeaseNotLocal(t *testing.T) {
 		return rec
 	})
 	f.warm(t)
+	rec.mu.Lock()
+	rec.local = nil // the first message's, folded under the lease it took
+	rec.mu.Unlock()
 	f.post(t, f.conv, "own")
 	f.post(t, f.conv, "shared")
 	eqStrings(t, "messages", f.texts(t), "warm", "echo warm", "own", "echo own", "shared", "echo shared")

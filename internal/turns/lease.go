@@ -196,15 +196,6 @@ func (d *Dispatcher) unpark(ref model.ConversationRef) *parked {
 	}
 }
 
-// parkedFresh tells whether ref's lease is parked here, renewed recently
-// enough to be reused (lease).
-func (d *Dispatcher) parkedFresh(ref model.ConversationRef) bool {
-	d.parkMu.Lock()
-	defer d.parkMu.Unlock()
-	p := d.parked[ref]
-	return p != nil && time.Since(p.renewed) < d.o.LeaseTTL/4
-}
-
 // expire releases a lease whose linger ended unless it was reused.
 func (d *Dispatcher) expire(ref model.ConversationRef, p *parked) {
 	d.parkMu.Lock()
