@@ -326,6 +326,10 @@ type openResult struct {
 	sent, ok, shed, fail int
 	achieved             float64
 	replyLat             []time.Duration // of accepted messages whose reply arrived
+	// warmLat are replyLat's sent from the run's second second on: the
+	// first has every conversation's first message, which on PostgreSQL
+	// takes the conversation's lease (a cold start, not the steady state).
+	warmLat []time.Duration
 	missing              int             // accepted messages without a reply within the grace period
 	drain                time.Duration   // after the last send, until the last reply arrived
 }
@@ -371,7 +375,7 @@ func openLoop(base string, convs []conv, rep *replies, rate int, d time.Duration
 	deadline := time.Now().Add(grace)
 	var last time.Time
 	for {
-		res.replyLat, res.missing, last = res.replyLat[:0], 0, time.Time{}
+		res.replyLat, res.warmLat, res.missing, last = res.replyLat[:0], res.warmLat[:0], 0, time.Time{}
 		for i, st := range status {
 			if st/100 != 2 {
 				continue
@@ -382,6 +386,9 @@ func openLoop(base string, convs []conv, rep *replies, rate int, d time.Duration
 				continue
 			}
 			res.replyLat = append(res.replyLat, at.Sub(sentAt[i]))
+			if sentAt[i].Sub(start) >= time.Second {
+				res.warmLat = append(res.warmLat, at.Sub(sentAt[i]))
+			}
 			if at.After(last) {
 				last = at
 			}
