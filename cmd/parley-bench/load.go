@@ -330,8 +330,8 @@ type openResult struct {
 	// first has every conversation's first message, which on PostgreSQL
 	// takes the conversation's lease (a cold start, not the steady state).
 	warmLat []time.Duration
-	missing              int             // accepted messages without a reply within the grace period
-	drain                time.Duration   // after the last send, until the last reply arrived
+	missing int           // accepted messages without a reply within the grace period
+	drain   time.Duration // after the last send, until the last reply arrived
 }
 
 // openLoop sends rate messages per second for d, spread over convs, and
