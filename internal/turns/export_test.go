@@ -55,8 +55,6 @@ func SetLeaseLinger(d *Dispatcher, linger time.Duration) { d.linger = linger }
 // conversation's run (maxClaimWithin), before d starts.
 func SetMaxClaim(d *Dispatcher, v time.Duration) { d.maxClaim = v }
 
-// Parked tells whether d holds ref's lease parked, fresh enough for a
-// Fold to reuse.
 // Parked tells whether ref's lease is parked here, renewed recently
 // enough to be reused (Dispatcher.lease).
 func Parked(d *Dispatcher, ref model.ConversationRef) bool {

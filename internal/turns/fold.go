@@ -69,9 +69,8 @@ type foldable interface{ foldable() }
 // after a pause longer than the linger). Taking it is a round trip before
 // the turn, but the queue's run takes it too, after a commit of the
 // message alone and a read of its turn: with 100 conversations starting
-// at 1,000 messages/s, the queue's first runs made a quarter second of
-// replies wait 30-50 ms (p50) on PostgreSQL, and taking the lease here
-// took most of that wait away (README, Performance). The folded commit is
+// at 1,000 messages/s on PostgreSQL, those first runs were the replies'
+// whole tail (README, Performance). The folded commit is
 // fenced by the lease and renews it. A fence refused (taken over
 // meanwhile) leaves the message committed alone, its turn pending for the
 // new holder; a lease another node holds, the same at once. A kept start

@@ -4,14 +4,17 @@
 -- SELECT ... FOR KEY SHARE of the conversation through SPI, queued after
 -- the row. The transaction writing them has already locked that row (the
 -- UPDATE that numbers the signals) or locks it before it commits, so the
--- check only cost: 0.82x PostgreSQL's CPU per message and 1.09x the
--- closed loop's rate without the two keys (README, Performance).
+-- check only cost: without the two keys, 0.85x PostgreSQL's CPU per chat
+-- message (README, Performance).
 --
--- What the keys did is done by the store instead, on both engines:
+-- What the keys did is done by the store instead (the deletes on both
+-- engines):
 --
 -- * A message is inserted only where its conversation exists (INSERT ...
---   WHERE EXISTS, NotFound otherwise); a signal takes its number from the
---   conversation's row in the same statement or transaction.
+--   WHERE EXISTS, NotFound otherwise), or written with a signal of the
+--   conversation, whose update of the row checks it (store.WithSignalled);
+--   a signal takes its number from the conversation's row in the same
+--   statement or transaction.
 -- * DeleteConversation deletes the conversation's row first, which waits
 --   for the transactions writing to it, then its messages and signals,
 --   each statement seeing what those committed; bots.Delete and
