@@ -143,31 +143,15 @@ func (r chat) DeleteConversation(ctx context.Context, botID, id string) error {
 var unkeyedConversationRows = []string{"messages", "signals"}
 
 // insertMessage inserts a message (its messageCols, args) only if its
-// conversation exists: NotFound otherwise, in the engine when the
-// statement is deferred to the COMMIT. For a message with no key to its
-// conversation in the schema (Dialect.UnkeyedChat) written by a
-// transaction that does not number a signal of the conversation
-// (store.Signalled), which would check it instead: 0.87x PostgreSQL's CPU
-// per chat message without this check.
+// conversation exists: NotFound otherwise (execRequired). For a message
+// with no key to its conversation in the schema (Dialect.UnkeyedChat)
+// written by a transaction that does not number a signal of the
+// conversation (store.Signalled), which would check it instead: 0.87x
+// PostgreSQL's CPU per chat message without this check.
 func insertMessage(ctx context.Context, s *Store, botID, conversationID string, args []any) error {
-	const insert = `INSERT INTO messages (` + messageCols + `) SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?
-		WHERE EXISTS (SELECT 1 FROM conversations WHERE bot_id = ? AND id = ?)`
-	args = append(args, botID, conversationID)
-	if s.deferRows(ctx) { // no answer needed before the COMMIT
-		_, err := s.exec(store.WithRequiredRow(ctx, model.NotFound("conversation")),
-			`WITH ins AS (`+insert+` RETURNING 1) SELECT 1 / (SELECT COUNT(*) FROM ins)`, args...)
-		return s.fail(err, "message")
-	}
-	res, err := s.exec(ctx, insert, args...)
-	if err != nil {
-		return s.fail(err, "message")
-	}
-	if n, err := res.RowsAffected(); err != nil {
-		return err
-	} else if n == 0 {
-		return model.NotFound("conversation")
-	}
-	return nil
+	return execRequired(ctx, s, "message", model.NotFound("conversation"),
+		`INSERT INTO messages (`+messageCols+`) SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?
+		WHERE EXISTS (SELECT 1 FROM conversations WHERE bot_id = ? AND id = ?)`, append(args, botID, conversationID)...)
 }
 
 func (r chat) ListConversations(ctx context.Context, botID, ownerID string, p store.Page) ([]*model.Conversation, string, error) {

@@ -99,20 +99,7 @@ func (r leases) Check(ctx context.Context, f store.Fence) error {
 			WHERE name = ? AND holder = ? AND epoch = ?`
 		args = append([]any{until, until}, args...)
 	}
-	if r.s.deferRows(ctx) {
-		_, err := r.s.exec(store.WithRequiredRow(ctx, store.ErrFenced),
-			`WITH f AS (`+q+` RETURNING 1) SELECT 1 / COUNT(*) FROM f`, args...)
-		return r.s.fail(err, "lease")
-	}
-	res, err := r.s.exec(ctx, q, args...)
-	n, err := affected(res, err)
-	if err != nil {
-		return r.s.fail(err, "lease")
-	}
-	if n == 0 {
-		return store.ErrFenced
-	}
-	return nil
+	return execRequired(ctx, r.s, "lease", store.ErrFenced, q, args...)
 }
 
 func affected(res sql.Result, err error) (int64, error) {

@@ -241,13 +241,8 @@ func (r signals) appendSignalNumberTurn(ctx context.Context, sg *model.Signal, t
 
 // GiveBackSignals implements store.Signals.
 func (r signals) GiveBackSignals(ctx context.Context, botID, conversationID string, n int64) error {
-	const giveBack = `UPDATE conversations SET last_seq = last_seq - ? WHERE bot_id = ? AND id = ?`
-	if r.s.deferRows(ctx) { // no answer needed before the COMMIT
-		_, err := r.s.exec(store.WithRequiredRow(ctx, model.NotFound("conversation")),
-			`WITH c AS (`+giveBack+` RETURNING 1) SELECT 1 / (SELECT COUNT(*) FROM c)`, n, botID, conversationID)
-		return r.s.fail(err, "conversation")
-	}
-	return r.s.execOne(ctx, "conversation", giveBack, n, botID, conversationID)
+	return execRequired(ctx, r.s, "conversation", model.NotFound("conversation"),
+		`UPDATE conversations SET last_seq = last_seq - ? WHERE bot_id = ? AND id = ?`, n, botID, conversationID)
 }
 
 func (r signals) RedactMessageSignal(ctx context.Context, botID, conversationID, messageID, typ string, data json.RawMessage) error {

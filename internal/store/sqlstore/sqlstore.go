@@ -350,6 +350,27 @@ func (s *Store) execOne(ctx context.Context, what, q string, args ...any) error 
 	return nil
 }
 
+// execRequired runs q, a write that must change a row, and fails with
+// missing when it changes none: in a pipelined transaction of an engine
+// that can (deferRows), in the engine (RETURNING 1, then a division by
+// zero: store.WithRequiredRow), so that it goes out with the COMMIT;
+// elsewhere by its row count. Driver errors are fail's, of what.
+func execRequired(ctx context.Context, s *Store, what string, missing error, q string, args ...any) error {
+	if s.deferRows(ctx) {
+		_, err := s.exec(store.WithRequiredRow(ctx, missing), `WITH w AS (`+q+` RETURNING 1) SELECT 1 / (SELECT COUNT(*) FROM w)`, args...)
+		return s.fail(err, what)
+	}
+	res, err := s.exec(ctx, q, args...)
+	n, err := affected(res, err)
+	if err != nil {
+		return s.fail(err, what)
+	}
+	if n == 0 {
+		return missing
+	}
+	return nil
+}
+
 // fail turns driver errors into model errors.
 func (s *Store) fail(err error, what string) error {
 	if err == nil {
