@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -72,18 +70,14 @@ func startBotkit(dir string) (*target, error) {
 func sendBotkit(base string, u, n int) int {
 	text := "hi " + strconv.Itoa(u) + "-" + strconv.Itoa(n)
 	body := `{"type":"message","text":"` + text + `","user":"u` + strconv.Itoa(u) + `","channel":"webhook"}`
-	req, _ := http.NewRequest("POST", base+"/api/messages", strings.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	res, err := client.Do(req)
+	st, ok, err := post(base+"/api/messages", nil, body, func(raw []byte) bool { return echoed(raw, text) })
 	if err != nil {
 		return 0
 	}
-	raw, _ := io.ReadAll(io.LimitReader(res.Body, 1<<20))
-	res.Body.Close()
-	if res.StatusCode/100 == 2 && !echoed(raw, text) {
+	if st/100 == 2 && !ok {
 		return -1
 	}
-	return res.StatusCode
+	return st
 }
 
 // echoed reports whether a web adapter's answer holds a message with text.

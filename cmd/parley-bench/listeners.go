@@ -147,34 +147,41 @@ func idleListeners(p *parleyTarget, n int, idle time.Duration) (listenResult, er
 
 // rawListen opens a Chat API stream on a TCP connection of its own and
 // reads the response's head; the returned reader is its body's bytes,
-// chunk framing included (a frame is never split between chunks, so its
-// data line is whole).
+// chunk framing included: a frame this build writes alone is never split
+// between chunks, so its data line is whole (listenBody decodes the
+// framing, for streams with a backlog or older builds).
 func rawListen(base string, c conv) (net.Conn, *bufio.Reader, error) {
+	conn, r, _, err := listenBody(base, c)
+	return conn, r, err
+}
+
+// listenBody is rawListen that also returns the decoded body.
+func listenBody(base string, c conv) (net.Conn, *bufio.Reader, io.Reader, error) {
 	u, err := url.Parse(base)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	conn, err := net.Dial("tcp", u.Host)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	_, err = fmt.Fprintf(conn, "GET %s/conversations/%s/listen HTTP/1.1\r\nHost: %s\r\nAccept: text/event-stream\r\nx-user-key: %s\r\n\r\n",
 		u.Path, c.id, u.Host, c.key)
 	if err != nil {
 		conn.Close()
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	r := bufio.NewReader(conn)
 	res, err := http.ReadResponse(r, nil)
 	if err != nil {
 		conn.Close()
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	if res.StatusCode != 200 {
 		conn.Close()
-		return nil, nil, fmt.Errorf("listen: status %d", res.StatusCode)
+		return nil, nil, nil, fmt.Errorf("listen: status %d", res.StatusCode)
 	}
-	return conn, r, nil
+	return conn, r, res.Body, nil
 }
 
 // goMem is what a server's /metrics says of its Go memory.

@@ -3,11 +3,12 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -111,47 +112,51 @@ func (c *chatAPI) conversations(n int) ([]conv, error) {
 // send posts one text message; it returns the status (0: no answer).
 func send(base string, c conv, text string) int {
 	body := `{"conversationId":"` + c.id + `","payload":{"type":"text","text":"` + text + `"}}`
-	req, _ := http.NewRequest("POST", base+"/messages", strings.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("x-user-key", c.key)
-	res, err := client.Do(req)
+	st, _, err := post(base+"/messages", []string{"x-user-key: " + c.key}, body, nil)
 	if err != nil {
 		return 0
 	}
-	_, _ = io.Copy(io.Discard, res.Body)
-	res.Body.Close()
-	return res.StatusCode
+	return st
 }
 
 // replies listens to conversations' SSE streams and records when each
-// bot reply ("echo <text>") arrives.
+// bot reply ("echo <text>") arrives. The streams are read as a lean SSE
+// client would (listenBody), on the load's side of the CPU budget.
 type replies struct {
 	mu      sync.Mutex
 	arrived map[string]time.Time
 	count   atomic.Int64
-	cancel  context.CancelFunc
+	conns   []net.Conn
 	wg      sync.WaitGroup
 }
 
 // listen opens one stream per conversation; it returns once all answered
 // 200.
 func listen(base string, convs []conv) (*replies, error) {
-	ctx, cancel := context.WithCancel(context.Background())
-	r := &replies{arrived: map[string]time.Time{}, cancel: cancel}
+	r := &replies{arrived: map[string]time.Time{}}
 	for _, c := range convs {
-		body, err := openStream(ctx, base, c)
+		conn, _, body, err := listenBody(base, c)
 		if err != nil {
 			r.close()
 			return nil, err
 		}
+		r.conns = append(r.conns, conn)
 		r.wg.Add(1)
+		br := bufio.NewReader(body)
 		go func() {
 			defer r.wg.Done()
-			defer body.Close()
-			sc := bufio.NewScanner(body)
-			sc.Buffer(make([]byte, 64<<10), 1<<20)
-			for sc.Scan() {
-				data, ok := bytes.CutPrefix(sc.Bytes(), []byte("data: "))
+			partial := false // the rest of a line longer than the buffer: not a reply of ours
+			for {
+				line, err := br.ReadSlice('\n')
+				if err != nil && err != bufio.ErrBufferFull {
+					return
+				}
+				skip := partial
+				partial = err == bufio.ErrBufferFull
+				if skip || partial {
+					continue
+				}
+				data, ok := bytes.CutPrefix(line, []byte("data: "))
 				if !ok || !bytes.Contains(data, []byte(`"echo `)) {
 					continue
 				}
@@ -175,24 +180,6 @@ func listen(base string, convs []conv) (*replies, error) {
 	return r, nil
 }
 
-func openStream(ctx context.Context, base string, c conv) (io.ReadCloser, error) {
-	req, _ := http.NewRequestWithContext(ctx, "GET", base+"/conversations/"+c.id+"/listen", nil)
-	req.Header.Set("Accept", "text/event-stream")
-	req.Header.Set("x-user-key", c.key)
-	res, err := streamClient.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	if res.StatusCode != 200 {
-		res.Body.Close()
-		return nil, fmt.Errorf("listen: status %d", res.StatusCode)
-	}
-	return res.Body, nil
-}
-
-// streamClient has no timeout: streams last the whole phase.
-var streamClient = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1, DisableKeepAlives: true}}
-
 func (r *replies) at(text string) (time.Time, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -213,7 +200,12 @@ func (r *replies) waitFor(n int64, timeout time.Duration) bool {
 	return true
 }
 
-func (r *replies) close() { r.cancel(); r.wg.Wait() }
+func (r *replies) close() {
+	for _, c := range r.conns {
+		c.Close()
+	}
+	r.wg.Wait()
+}
 
 // closedResult is a closed-loop run: conns clients, each sending its next
 // message as soon as the previous one was answered.
@@ -224,6 +216,7 @@ type closedResult struct {
 	drain            time.Duration // after the load stopped, until every reply arrived (-1: not within the limit)
 	cpu              time.Duration // the server's CPU time over the run and the drain
 	dbCPU            time.Duration // the PostgreSQL server's, when measured
+	loadCPU          time.Duration // this process's: the load and the reading of the replies
 	stolen           float64       // the machine's CPU time stolen by the hypervisor meanwhile, a share (-1: unknown)
 	// folded is the share of the messages that folded, and why the others
 	// did not (foldedCell; a dash for a target without the metric).
@@ -237,6 +230,15 @@ func (r closedResult) cpuPerMsg() float64 {
 		return 0
 	}
 	return float64(r.cpu.Microseconds()) / float64(r.ok)
+}
+
+// loadCPUPerMsg is the load's CPU time per accepted message, in µs: what
+// the server under test could not use on a machine that runs both.
+func (r closedResult) loadCPUPerMsg() float64 {
+	if r.ok == 0 {
+		return 0
+	}
+	return float64(r.loadCPU.Microseconds()) / float64(r.ok)
 }
 
 // dbCPUPerMsg is the PostgreSQL server's CPU time per accepted message, in
@@ -275,7 +277,7 @@ func closedLoop(t *target, clients int, do sendTo, d time.Duration, rep *replies
 	if rep != nil {
 		before = rep.count.Load()
 	}
-	cpu0, db0, machine0 := cpuTime(t.pid()), dbCPUTime(t.dbPID), readMachineTicks()
+	cpu0, db0, load0, machine0 := cpuTime(t.pid()), dbCPUTime(t.dbPID), cpuTime(os.Getpid()), readMachineTicks()
 	stored0 := countsOf(scrape(t.url), messagesMetric)
 	start := time.Now()
 	deadline := start.Add(d)
@@ -315,6 +317,7 @@ func closedLoop(t *target, clients int, do sendTo, d time.Duration, rep *replies
 	}
 	res.cpu = cpuTime(t.pid()) - cpu0
 	res.dbCPU = dbCPUTime(t.dbPID) - db0
+	res.loadCPU = cpuTime(os.Getpid()) - load0
 	res.stolen = machine0.stolenSince()
 	res.folded = foldedCell(stored0, countsOf(scrape(t.url), messagesMetric))
 	return res

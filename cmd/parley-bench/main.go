@@ -312,8 +312,8 @@ func runEngine(o options, engine, dir string) (map[string]float64, error) {
 		return float64(r.ok) / (r.elapsed + r.drain).Seconds()
 	}
 	bareRate := median(results["bare"], closedResult.rate)
-	fmt.Println("| target | 2xx/s | sustained/s (replies included) | × bare | server CPU µs/msg | PostgreSQL CPU µs/msg | drain after load | p50 | p99 | 429 | errors | folded | sustained/s per round | CPU stolen per round |")
-	fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+	fmt.Println("| target | 2xx/s | sustained/s (replies included) | × bare | server CPU µs/msg | PostgreSQL CPU µs/msg | load CPU µs/msg | drain after load | p50 | p99 | 429 | errors | folded | sustained/s per round | CPU stolen per round |")
+	fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 	sustained := map[string]float64{}
 	names := []string{"bare"}
 	if botkit != nil {
@@ -339,8 +339,8 @@ func runEngine(o options, engine, dir string) (map[string]float64, error) {
 		if v := median(rs, closedResult.dbCPUPerMsg); v > 0 {
 			db = fmt.Sprintf("%.0f", v)
 		}
-		fmt.Printf("| %s | %.0f | %.0f | %.3f× | %.0f | %s | %s | %s | %s | %d | %d | %s | %s | %s |\n", name, rate, sus, sus/bareRate,
-			median(rs, closedResult.cpuPerMsg), db, drain, ms(pct(mid.lat, 0, 0.5)), ms(pct(mid.lat, 0, 0.99)), mid.shed, mid.failed,
+		fmt.Printf("| %s | %.0f | %.0f | %.3f× | %.0f | %s | %.0f | %s | %s | %s | %d | %d | %s | %s | %s |\n", name, rate, sus, sus/bareRate,
+			median(rs, closedResult.cpuPerMsg), db, median(rs, closedResult.loadCPUPerMsg), drain, ms(pct(mid.lat, 0, 0.5)), ms(pct(mid.lat, 0, 0.99)), mid.shed, mid.failed,
 			mid.folded, strings.Join(each, " "), strings.Join(stolen, " "))
 	}
 	for _, p := range ps[1:] {

@@ -47,6 +47,7 @@ func (t *target) pid() int { return t.cmd.Process.Pid }
 // stop ends the child with SIGTERM (a Parley child writes its CPU profile
 // then) and waits for it.
 func (t *target) stop() {
+	closeIdle(t.url)
 	_ = t.cmd.Process.Signal(syscall.SIGTERM)
 	done := make(chan struct{})
 	go func() { _ = t.cmd.Wait(); close(done) }()
