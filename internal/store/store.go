@@ -391,7 +391,8 @@ type Leases interface {
 	// Check, inside a transaction, fails with ErrFenced unless f's holder
 	// still holds the lease at f's epoch, and locks the lease row until
 	// the transaction ends, so that a takeover waits for it. With f.Renew
-	// it also renews the lease (Fence.Renew).
+	// it also renews the lease (Fence.Renew); with f.Take it takes a free
+	// lease instead (Fence.Take).
 	Check(ctx context.Context, f Fence) error
 	// Prune deletes at most limit leases whose name starts with prefix
 	// and that were released or expired before `before`, and reports how
@@ -424,6 +425,14 @@ type Fence struct {
 	// Renew after the check (never a released one): a holder that commits
 	// often keeps its lease without renewals of its own.
 	Renew time.Duration
+	// Take makes the check take the lease instead, until Renew after it:
+	// a lease never taken (or pruned) or released becomes Holder's at
+	// Epoch, which must be above the epoch it had (the clock's
+	// microseconds, as Take starts a new row); one held by anyone, live
+	// or expired, or with an epoch not below Epoch, fails the write with
+	// ErrFenced (Take's path then: a takeover is logged there). The
+	// write's own commit takes the lease, with no transaction of its own.
+	Take bool
 }
 
 // ErrTurnBetween is RequireLastTurn's error: another turn was numbered

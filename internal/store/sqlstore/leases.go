@@ -91,6 +91,9 @@ func (r leases) Renew(ctx context.Context, name, holder string, epoch int64, ttl
 // written to fail in the engine when the lease moved: the engine fails
 // the transaction with ErrFenced, and nothing of it commits.
 func (r leases) Check(ctx context.Context, f store.Fence) error {
+	if f.Take {
+		return r.takeFree(ctx, f)
+	}
 	q := `UPDATE leases SET epoch = epoch WHERE name = ? AND holder = ? AND epoch = ?`
 	args := []any{f.Name, f.Holder, f.Epoch}
 	if f.Renew > 0 {
@@ -100,6 +103,20 @@ func (r leases) Check(ctx context.Context, f store.Fence) error {
 		args = append([]any{until, until}, args...)
 	}
 	return execRequired(ctx, r.s, "lease", store.ErrFenced, q, args...)
+}
+
+// takeFree is Check of a Fence that takes the lease (Fence.Take): one
+// upsert that writes a row where there is none, and changes a released
+// one (expiry 0) to the fence's holder and epoch when that epoch is
+// above the row's. Of two writers racing for a free lease, the second's
+// upsert waits for the first's row lock, then finds the row held. A Take
+// racing with it matches no row once it committed (its UPDATE's epoch
+// is gone), or makes it find the row held.
+func (r leases) takeFree(ctx context.Context, f store.Fence) error {
+	until := time.Now().Add(f.Renew).UnixMilli()
+	return execRequired(ctx, r.s, "lease", store.ErrFenced, `INSERT INTO leases (name, holder, expires_at, epoch) VALUES (?, ?, ?, ?)
+		ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, expires_at = excluded.expires_at, epoch = excluded.epoch
+		WHERE leases.expires_at = 0 AND leases.epoch < excluded.epoch`, f.Name, f.Holder, until, f.Epoch)
 }
 
 func affected(res sql.Result, err error) (int64, error) {

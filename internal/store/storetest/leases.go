@@ -232,3 +232,124 @@ func testLeasePrune(t *testing.T, db store.DB) {
 	}
 	ok(t, r.Check(ctx, store.Fence{Name: "p:released", Holder: "h1", Epoch: again.Epoch}))
 }
+
+// testFenceTakes: a write whose fence takes its lease (Fence.Take)
+// commits where the lease is free (never taken, or released at a lower
+// epoch) and leaves it the fence's holder's, live, at the fence's epoch;
+// anywhere else (held live by anyone, expired but not released, released
+// at an epoch not below the fence's) it fails with ErrFenced, the lease
+// and the rest of the write untouched. Written directly and through the
+// engine's committer (pipelined on PostgreSQL), and by racing writers
+// (one wins).
+func testFenceTakes(t *testing.T, db store.DB) {
+	ctx := t.Context()
+	r := db.Leases()
+	for _, c := range []struct {
+		name   string
+		commit store.Committer
+	}{
+		{"direct", store.DirectCommitter{DB: db}},
+		{"committer", db.NewCommitter(nil)},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			for _, tc := range []struct {
+				name  string
+				setup func(name string) int64 // the lease as found; returns the epoch the fence takes
+				taken bool
+			}{
+				{"never taken", func(string) int64 { return time.Now().UnixMicro() }, true},
+				{"released", func(name string) int64 {
+					l, _, err := r.Take(ctx, name, "h2", time.Minute)
+					ok(t, err)
+					ok(t, r.Release(ctx, name, "h2"))
+					return l.Epoch + 1
+				}, true},
+				{"released at the fence's epoch", func(name string) int64 {
+					l, _, err := r.Take(ctx, name, "h2", time.Minute)
+					ok(t, err)
+					ok(t, r.Release(ctx, name, "h2"))
+					return l.Epoch
+				}, false},
+				{"held by another", func(name string) int64 {
+					l, _, err := r.Take(ctx, name, "h2", time.Minute)
+					ok(t, err)
+					return l.Epoch + 1
+				}, false},
+				{"held by the same holder", func(name string) int64 {
+					l, _, err := r.Take(ctx, name, "h1", time.Minute)
+					ok(t, err)
+					return l.Epoch + 1
+				}, false},
+				{"expired, not released", func(name string) int64 {
+					l, _, err := r.Take(ctx, name, "h2", 50*time.Millisecond)
+					ok(t, err)
+					time.Sleep(100 * time.Millisecond)
+					return l.Epoch + 1
+				}, false},
+			} {
+				t.Run(tc.name, func(t *testing.T) {
+					name := "take:" + c.name + ":" + tc.name
+					side := name + ":side"
+					epoch := tc.setup(name)
+					err := c.commit.Commit(ctx, &store.Write{
+						Fence: &store.Fence{Name: name, Holder: "h1", Epoch: epoch, Renew: time.Minute, Take: true},
+						// The rest of the write: commits only with the take.
+						Apply: func(ctx context.Context, tx store.Store) error {
+							_, err := tx.Leases().Acquire(ctx, side, "h1", time.Minute)
+							return err
+						},
+					})
+					if !tc.taken {
+						if !errors.Is(err, store.ErrFenced) {
+							t.Fatalf("take of a lease not free: %v, want ErrFenced", err)
+						}
+						got, err := r.Acquire(ctx, side, "h3", time.Minute)
+						ok(t, err)
+						eq(t, "the rest of a refused write committed nothing: side lease free", got, true)
+						return
+					}
+					ok(t, err)
+					// The fence's holder's at its epoch, live.
+					ok(t, r.Check(ctx, store.Fence{Name: name, Holder: "h1", Epoch: epoch}))
+					_, got, err := r.Take(ctx, name, "h3", time.Minute)
+					ok(t, err)
+					eq(t, "another holder takes the taken lease", got, false)
+					l, got, err := r.Take(ctx, name, "h1", time.Minute)
+					ok(t, err)
+					eq(t, "its holder renews it", got, true)
+					eq(t, "at the fence's epoch", l.Epoch, epoch)
+					got, err = r.Acquire(ctx, side, "h3", time.Minute)
+					ok(t, err)
+					eq(t, "the rest of the write committed: side lease held", got, false)
+				})
+			}
+
+			// Racing writers for one free lease: one takes it.
+			name := "take:" + c.name + ":race"
+			epoch := time.Now().UnixMicro()
+			var wg sync.WaitGroup
+			var mu sync.Mutex
+			var won, fenced int
+			for i := range 6 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					err := c.commit.Commit(ctx, &store.Write{Fence: &store.Fence{Name: name, Holder: fmt.Sprint("r", i), Epoch: epoch, Renew: time.Minute, Take: true}})
+					mu.Lock()
+					defer mu.Unlock()
+					switch {
+					case err == nil:
+						won++
+					case errors.Is(err, store.ErrFenced):
+						fenced++
+					default:
+						t.Errorf("racing take: %v", err)
+					}
+				}()
+			}
+			wg.Wait()
+			eq(t, "racing takes won", won, 1)
+			eq(t, "racing takes fenced", fenced, 5)
+		})
+	}
+}
