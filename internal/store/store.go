@@ -388,6 +388,9 @@ type Leases interface {
 	// Release ends holder's lease at once (no-op unless holder holds it);
 	// the next Take starts a new epoch.
 	Release(ctx context.Context, name, holder string) error
+	// Free tells whether the lease is free to take with a write's fence
+	// (Fence.Take): never taken (or pruned), or released. One read.
+	Free(ctx context.Context, name string) (bool, error)
 	// Check, inside a transaction, fails with ErrFenced unless f's holder
 	// still holds the lease at f's epoch, and locks the lease row until
 	// the transaction ends, so that a takeover waits for it. With f.Renew

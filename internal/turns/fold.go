@@ -63,19 +63,22 @@ type foldable interface{ foldable() }
 // wrote it) leaves this one pending in the same transaction, its effects
 // never stored, and the dispatcher runs it again, in order.
 //
-// With leases (several nodes on PostgreSQL), a message folds only where
-// this node holds its conversation's lease: parked by the conversation's
-// last run, or else taken first (a conversation's first message, or one
-// after a pause longer than the linger). Taking it is a round trip before
-// the turn, but the queue's run takes it too, after a commit of the
-// message alone and a read of its turn: with 100 conversations starting
-// at 1,000 messages/s on PostgreSQL, those first runs were the replies'
-// whole tail (README, Performance). The folded commit is
-// fenced by the lease and renews it. A fence refused (taken over
-// meanwhile) leaves the message committed alone, its turn pending for the
-// new holder; a lease another node holds, the same at once. A kept start
-// is checked in the commit as on one node: what another node changed
-// meanwhile (a state, a turn of its own) leaves the turn pending.
+// With leases (several nodes on PostgreSQL), a message folds only under
+// its conversation's lease: parked here by the conversation's last run,
+// or, where the lease is free (a conversation's first message, or one
+// after a pause longer than the linger), taken by the folded commit
+// itself (Fence.Take: no commit of a Take before the turn; with 100
+// conversations starting at 1,000 messages/s on PostgreSQL, those Takes
+// were most of the replies' first-second tail, README, Performance).
+// Otherwise (an expired lease, a takeover) it is taken first, as the
+// queue's run takes it. The folded commit is fenced by the lease and
+// renews it. A fence refused (taken over, or taken by another node
+// first) leaves the message committed alone, its turn pending for the
+// holder; a lease another node holds, the same at once. A turn whose
+// lease was to be taken by its commit takes it before its message commits
+// alone or it steps outside (hold). A kept start is checked in the commit
+// as on one node: what another node changed meanwhile (a state, a turn of
+// its own) leaves the turn pending.
 func (d *Dispatcher) Fold(ctx context.Context, w *store.Write, m *model.Message) error {
 	if d.o.FoldWithin <= 0 || w.Turn == nil || w.Then != nil || m == nil {
 		if w.Turn != nil && m != nil {
@@ -234,22 +237,79 @@ type fold struct {
 	fence     *store.Fence
 	committed func(at time.Time, err error)
 	endLease  func()
+	// taking: the lease is to be taken by the folded commit (Fence.Take);
+	// lost: hold found it another node's. Both under holdMu.
+	holdMu sync.Mutex
+	taking bool
+	lost   bool
 }
 
 // lease reuses the conversation's lease this node parked after its last
-// run, or takes it, renewing it while the fold runs; false when another
-// node holds it or taking it failed (the message then goes through the
-// queue).
+// run; or, where the lease is free, leaves it for the folded commit to
+// take (takeWithWrite); or else takes it, renewing it while the fold
+// runs. False when another node holds it or taking it failed (the
+// message then goes through the queue).
 func (f *fold) lease() bool {
 	d := f.d
+	p := d.unpark(f.ref)
+	if p == nil {
+		if free, err := d.store.Leases().Free(d.ctx, leaseName(f.ref)); err == nil && free {
+			f.fence, f.committed, f.endLease = d.takeWithWrite(f.ref)
+			f.taking = true
+			return true
+		}
+	}
 	ctx, cancel := context.WithCancel(d.ctx)
-	fence, committed, end, busy := d.lease(ctx, cancel, f.ref)
+	fence, committed, end, busy := d.leaseFrom(ctx, cancel, f.ref, p)
 	if busy {
 		cancel()
 		return false
 	}
 	f.fence, f.committed, f.endLease = fence, committed, end
 	return true
+}
+
+// hold makes sure the fold holds its conversation's lease before its
+// message commits alone with its turn still running, or the turn steps
+// outside what its completion holds: a lease left for the folded commit
+// to take is taken now, as lease takes it. False when another node holds
+// it (lost): the message commits alone all the same, and its turn,
+// never completed here, runs again where the lease is.
+func (f *fold) hold() bool {
+	f.holdMu.Lock()
+	defer f.holdMu.Unlock()
+	if f.taking {
+		f.taking = false
+		ctx, cancel := context.WithCancel(f.d.ctx)
+		fence, committed, end, busy := f.d.leaseFrom(ctx, cancel, f.ref, nil)
+		if busy {
+			cancel()
+			fence, committed, end = nil, nil, nil
+			f.lost = true
+		}
+		f.fence, f.committed, f.endLease = fence, committed, end
+	}
+	return !f.lost
+}
+
+// isLost tells that hold found the lease another node's.
+func (f *fold) isLost() bool {
+	f.holdMu.Lock()
+	defer f.holdMu.Unlock()
+	return f.lost
+}
+
+// errLeaseElsewhere stops a turn at its first step outside when its
+// conversation's lease turned out to be another node's (hold).
+var errLeaseElsewhere = errors.New("turns: the conversation's lease is another node's; its turn runs there")
+
+// gate is the fold's turn's effectGate: before the turn steps outside,
+// its message commits, alone, under the conversation's lease.
+func (f *fold) gate(ctx context.Context) error {
+	if !f.hold() {
+		return errLeaseElsewhere
+	}
+	return f.commitAlone(ctx)
 }
 
 // commitAlone commits the message without the turn's completion, once:
@@ -304,7 +364,7 @@ func (f *fold) run(ctx context.Context, m *model.Message) error {
 		defer tcancel()
 		defer stopTurn()
 		started := time.Now()
-		out, err := d.runTurn(tctx, p, 0, f.commitAlone)
+		out, err := d.runTurn(tctx, p, 0, f.gate)
 		done <- ran{out, err, started, time.Since(started)}
 	}()
 	timer := time.NewTimer(d.o.FoldWithin)
@@ -319,9 +379,11 @@ func (f *fold) run(ctx context.Context, m *model.Message) error {
 		}
 		return f.commitFolded(ctx, r, idle)
 	case <-timer.C:
-		// The turn takes longer: its message commits now, its completion
-		// when it ends.
+		// The turn takes longer: its message commits now (under the
+		// lease, or not at all with the turn: hold), its completion when
+		// it ends.
 		d.stored(AloneSlow)
+		f.hold()
 		err := f.commitAlone(ctx)
 		go func() {
 			defer f.end()
@@ -345,6 +407,10 @@ func (f *fold) idleTurn(ctx context.Context, userID string) (store.IdleTurn, err
 // which ran before the message was committed, from start.
 func (f *fold) commitFolded(ctx context.Context, r ran, start store.IdleTurn) error {
 	d, t := f.d, f.w.Turn
+	if f.isLost() { // its gate found the lease another node's
+		d.stored(AloneLease)
+		return f.commitAlone(ctx)
+	}
 	if f.runsAgain(r) {
 		d.stored(AloneRetry)
 		return f.commitAlone(ctx)
@@ -375,6 +441,9 @@ func (f *fold) commitFolded(ctx context.Context, r ran, start store.IdleTurn) er
 		}
 	}
 	if err != nil {
+		// A lease another node took first, between Free and this commit:
+		// a race, not a failure.
+		raced := errors.Is(err, store.ErrFenced) && f.fence != nil && f.fence.Take
 		// The rolled-back attempt's numbers are forgotten (a turn that
 		// keeps a number is not numbered again).
 		f.w.Then, f.w.ThenIf, f.w.Fence, f.w.Local = nil, nil, nil, local
@@ -389,8 +458,10 @@ func (f *fold) commitFolded(ctx context.Context, r ran, start store.IdleTurn) er
 		if err := f.commitAlone(ctx); err != nil {
 			return err
 		}
-		d.log.Warn("turns: the turn answered with its message could not be stored with it; it runs again", "err", err,
-			"bot", t.BotID, "conversation", t.ConversationID)
+		if !raced {
+			d.log.Warn("turns: the turn answered with its message could not be stored with it; it runs again", "err", err,
+				"bot", t.BotID, "conversation", t.ConversationID)
+		}
 		return nil
 	}
 	if !f.w.ThenRan() {
@@ -407,8 +478,8 @@ func (f *fold) commitFolded(ctx context.Context, r ran, start store.IdleTurn) er
 // (RetryLater) stays pending, and runs once the conversation is released.
 func (f *fold) complete(ctx context.Context, r ran) {
 	d, t := f.d, f.w.Turn
-	if f.aloneErr != nil || f.runsAgain(r) {
-		return // no message stored, or a turn for the dispatcher to run again
+	if f.aloneErr != nil || f.runsAgain(r) || f.isLost() {
+		return // no message stored, or a turn for the dispatcher (or the lease's holder) to run again
 	}
 	// The turn ran on what was idle when it began (read, or kept from the
 	// conversation's last turn): it completes only if no turn came before

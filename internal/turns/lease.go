@@ -46,12 +46,18 @@ type parked struct {
 // once the run is over and ctx cancelled, parks or releases it. busy
 // reports that another node holds it.
 func (d *Dispatcher) lease(ctx context.Context, cancel context.CancelFunc, ref model.ConversationRef) (fence *store.Fence, committed func(at time.Time, err error), end func(), busy bool) {
+	return d.leaseFrom(ctx, cancel, ref, d.unpark(ref))
+}
+
+// leaseFrom is lease with ref's parked lease already taken out of the
+// parked ones (unpark): p, or nil when none was.
+func (d *Dispatcher) leaseFrom(ctx context.Context, cancel context.CancelFunc, ref model.ConversationRef, p *parked) (fence *store.Fence, committed func(at time.Time, err error), end func(), busy bool) {
 	name := leaseName(ref)
 	var epoch int64
 	// last is when the lease was last renewed (UnixNano): by a Take, a
 	// Renew or a fenced write.
 	var last atomic.Int64
-	if p := d.unpark(ref); p != nil && time.Since(p.renewed) < d.o.LeaseTTL/4 {
+	if p != nil && time.Since(p.renewed) < d.o.LeaseTTL/4 {
 		epoch = p.epoch
 		last.Store(p.renewed.UnixNano())
 	} else {
@@ -160,6 +166,36 @@ func (d *Dispatcher) lease(ctx context.Context, cancel context.CancelFunc, ref m
 		}
 	}
 	return &store.Fence{Name: name, Holder: d.o.Node, Epoch: epoch, Renew: d.o.LeaseTTL}, committed, end, false
+}
+
+// takeWithWrite is lease for a conversation whose lease was free when
+// looked at (Leases.Free): the first fenced write that commits the run's
+// work takes it in its own transaction (Fence.Take, at this clock's
+// microseconds), with no Take committed before the run. Until such a
+// write committed, the lease is not this node's: committed tells of it,
+// end then parks the lease (or releases it) as lease's end does.
+func (d *Dispatcher) takeWithWrite(ref model.ConversationRef) (fence *store.Fence, committed func(at time.Time, err error), end func()) {
+	epoch := time.Now().UnixMicro()
+	var took atomic.Int64 // when the write that took it was submitted (UnixNano; 0: none)
+	fence = &store.Fence{Name: leaseName(ref), Holder: d.o.Node, Epoch: epoch, Renew: d.o.LeaseTTL, Take: true}
+	committed = func(at time.Time, err error) {
+		if err == nil && took.CompareAndSwap(0, at.UnixNano()) {
+			d.heldMu.Lock()
+			d.held[ref] = at
+			d.heldMu.Unlock()
+		}
+	}
+	end = func() {
+		at := took.Load()
+		if at == 0 {
+			return
+		}
+		if d.ctx.Err() == nil && d.park(ref, epoch, time.Unix(0, at)) {
+			return
+		}
+		d.release(ref)
+	}
+	return fence, committed, end
 }
 
 // park keeps ref's lease for d.linger (leaseLinger); false when the

@@ -133,6 +133,19 @@ func (r leases) Release(ctx context.Context, name, holder string) error {
 	return r.s.fail(err, "lease")
 }
 
+// Free reads the lease's expiry: none (no row) or 0 (released).
+func (r leases) Free(ctx context.Context, name string) (bool, error) {
+	var expires int64
+	err := r.s.queryRow(ctx, `SELECT expires_at FROM leases WHERE name = ?`, name).Scan(&expires)
+	if errors.Is(err, sql.ErrNoRows) {
+		return true, nil
+	}
+	if err != nil {
+		return false, r.s.fail(err, "lease")
+	}
+	return expires == 0, nil
+}
+
 // Prune deletes, in one statement, at most limit leases named prefix...
 // that were released or expired before `before` and whose epoch is below
 // before's microseconds: every epoch a later Take can start from (its

@@ -291,7 +291,11 @@ func testFenceTakes(t *testing.T, db store.DB) {
 					name := "take:" + c.name + ":" + tc.name
 					side := name + ":side"
 					epoch := tc.setup(name)
-					err := c.commit.Commit(ctx, &store.Write{
+					free, err := r.Free(ctx, name)
+					ok(t, err)
+					// Free, but at an epoch not below the fence's: a clock behind.
+					eq(t, "free", free, tc.taken || tc.name == "released at the fence's epoch")
+					err = c.commit.Commit(ctx, &store.Write{
 						Fence: &store.Fence{Name: name, Holder: "h1", Epoch: epoch, Renew: time.Minute, Take: true},
 						// The rest of the write: commits only with the take.
 						Apply: func(ctx context.Context, tx store.Store) error {
@@ -309,6 +313,9 @@ func testFenceTakes(t *testing.T, db store.DB) {
 						return
 					}
 					ok(t, err)
+					free, err = r.Free(ctx, name)
+					ok(t, err)
+					eq(t, "free once taken", free, false)
 					// The fence's holder's at its epoch, live.
 					ok(t, r.Check(ctx, store.Fence{Name: name, Holder: "h1", Epoch: epoch}))
 					_, got, err := r.Take(ctx, name, "h3", time.Minute)
