@@ -368,10 +368,18 @@ func runEngine(o options, engine, dir string) (map[string]float64, error) {
 		return sustained, nil
 	}
 	fmt.Printf("\n## Goals 2 and 3: user message → bot reply on SSE, open loop over %d conversations\n\n", o.convs)
-	fmt.Println("| target | rate/s | sent | 2xx | 429 | reply p50 | reply p99 | p99 from the 2nd second | no reply | backlog cleared after |")
-	fmt.Println("|---|---|---|---|---|---|---|---|---|---|")
+	fmt.Println("| target | rate/s | sent | 2xx | 429 | reply p50 | reply p99 | p99 from the 2nd second | no reply | backlog cleared after | PostgreSQL checkpoints |")
+	fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|")
 	var stages []string
+	var pg pgStats
+	if engine == "postgres" {
+		pg.url = o.pgURL
+	}
+	checkpointed := true
 	for _, p := range ps {
+		if pg.url != "" && !pg.checkpoint() {
+			checkpointed = false
+		}
 		rep, err := listen(p.chat.base, p.open)
 		if err != nil {
 			return nil, err
@@ -381,7 +389,7 @@ func runEngine(o options, engine, dir string) (map[string]float64, error) {
 			rates = append(rates, int(2*s))
 		}
 		for i, rate := range rates {
-			before := scrape(p.url)
+			before, cp0 := scrape(p.url), pg.checkpoints()
 			r := openLoop(p.chat.base, p.open, rep, rate, o.rateDuration, fmt.Sprintf("o%d-", i), 15*time.Second)
 			tag := ""
 			if i == len(o.rates) {
@@ -391,8 +399,9 @@ func runEngine(o options, engine, dir string) (map[string]float64, error) {
 			if len(r.warmLat)+r.missing > 0 {
 				warm = ms(pct(r.warmLat, r.missing, 0.99))
 			}
-			fmt.Printf("| %s | %d%s | %d | %d | %d | %s | %s | %s | %d | %s |\n", p.name, rate, tag, r.sent, r.ok, r.shed,
-				ms(pct(r.replyLat, r.missing, 0.5)), ms(pct(r.replyLat, r.missing, 0.99)), warm, r.missing, ms(r.drain))
+			fmt.Printf("| %s | %d%s | %d | %d | %d | %s | %s | %s | %d | %s | %s |\n", p.name, rate, tag, r.sent, r.ok, r.shed,
+				ms(pct(r.replyLat, r.missing, 0.5)), ms(pct(r.replyLat, r.missing, 0.99)), warm, r.missing, ms(r.drain),
+				checkpointsCell(cp0, pg.checkpoints()))
 			after := scrape(p.url)
 			cells := append(stageCells(histsOf(before, stageMetrics), histsOf(after, stageMetrics), r.ok),
 				foldedCell(countsOf(before, messagesMetric), countsOf(after, messagesMetric)))
@@ -400,6 +409,13 @@ func runEngine(o options, engine, dir string) (map[string]float64, error) {
 			time.Sleep(time.Second)
 		}
 		rep.close()
+	}
+	if pg.url != "" {
+		if checkpointed {
+			fmt.Println("\nPostgreSQL checkpointed (CHECKPOINT) before each target's runs: a time-driven checkpoint then comes a checkpoint_timeout later.")
+		} else {
+			fmt.Println("\nPostgreSQL could not be checkpointed before each target's runs (CHECKPOINT needs a superuser or pg_checkpoint): see the checkpoints column.")
+		}
 	}
 	// Where the replies' time went, by the servers' own histograms
 	// (quantiles within their buckets): each write's wait for its commit

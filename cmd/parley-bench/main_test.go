@@ -385,3 +385,31 @@ func TestDBCPUTime(t *testing.T) {
 		t.Fatalf("a query of %d rows cost the server %v of CPU", n, spent)
 	}
 }
+
+// TestPGStats: a CHECKPOINT is counted among the server's checkpoints;
+// without PostgreSQL nothing is read or run.
+func TestPGStats(t *testing.T) {
+	var none pgStats
+	if none.checkpoint() || none.checkpoints() != -1 {
+		t.Fatal("pgStats without a server read or ran something")
+	}
+	for _, c := range []struct {
+		before, after int64
+		want          string
+	}{{3, 5, "2"}, {7, 7, "0"}, {-1, 4, "–"}, {4, -1, "–"}} {
+		if got := checkpointsCell(c.before, c.after); got != c.want {
+			t.Errorf("checkpointsCell(%d, %d) = %q, want %q", c.before, c.after, got, c.want)
+		}
+	}
+	pg := pgStats{url: testdb.PostgresURL(t)}
+	before := pg.checkpoints()
+	if before < 0 {
+		t.Fatal("could not read pg_stat_bgwriter")
+	}
+	if !pg.checkpoint() {
+		t.Skip("CHECKPOINT refused: the test's role is neither a superuser nor pg_checkpoint")
+	}
+	if after := pg.checkpoints(); after <= before {
+		t.Fatalf("checkpoints %d before a CHECKPOINT, %d after", before, after)
+	}
+}
