@@ -77,14 +77,7 @@ func TestFoldTakesTheLease(t *testing.T) {
 			}
 			eqStrings(t, "how the message committed", obs.storedSince(0), turns.AloneLease)
 			eqStrings(t, "messages once createMessage returned", f.texts(t), "first")
-			time.Sleep(200 * time.Millisecond) // n2 holds it: nothing runs here
-			eqStrings(t, "turns run while n2 holds the lease", rec.turns())
-			if err := f.db.Leases().Release(ctx, lease, "n2"); err != nil {
-				t.Fatal(err)
-			}
-			waitUntil(t, "the answer once n2 let go", func() bool { return f.pending(t) == 0 && len(f.texts(t)) == 2 })
-			eqStrings(t, "messages", f.texts(t), "first", "echo first")
-			eqStrings(t, "turns run", rec.turns(), "first")
+			f.runsOnceN2LetsGo(t, lease, rec, nil, "first", "echo first")
 		})
 	}
 }
@@ -154,15 +147,7 @@ func TestFoldWithLeaseFenced(t *testing.T) {
 	if n := f.pending(t); n != 1 {
 		t.Fatalf("%d turns pending, want the fenced one", n)
 	}
-	time.Sleep(200 * time.Millisecond) // n2 holds it: nothing runs here
-	eqStrings(t, "turns run while n2 holds the lease", rec.turns(), "warm", "taken")
-	if err := db.Leases().Release(context.Background(), name, "n2"); err != nil {
-		t.Fatal(err)
-	}
-	waitUntil(t, "the answer once n2 let go", func() bool { return f.pending(t) == 0 && len(f.texts(t)) == 4 })
-	time.Sleep(50 * time.Millisecond)
-	eqStrings(t, "messages", f.texts(t), "warm", "echo warm", "taken", "echo taken")
-	eqStrings(t, "turns run", rec.turns(), "warm", "taken", "taken")
+	f.runsOnceN2LetsGo(t, name, rec, []string{"warm", "taken"}, "warm", "echo warm", "taken", "echo taken")
 }
 
 // localWrites records, for each write with a Then it commits, whether it

@@ -104,15 +104,7 @@ func TestFoldTakeRaced(t *testing.T) {
 	f.post(t, f.conv, "raced")
 	eqStrings(t, "how the message committed", obs.storedSince(0), turns.AloneRefused)
 	eqStrings(t, "messages once createMessage returned", f.texts(t), "raced")
-	time.Sleep(200 * time.Millisecond) // n2 holds it: nothing runs here
-	eqStrings(t, "turns run while n2 holds the lease", rec.turns(), "raced")
-	if err := db.Leases().Release(context.Background(), lease, "n2"); err != nil {
-		t.Fatal(err)
-	}
-	waitUntil(t, "the answer once n2 let go", func() bool { return f.pending(t) == 0 && len(f.texts(t)) == 2 })
-	time.Sleep(50 * time.Millisecond)
-	eqStrings(t, "messages", f.texts(t), "raced", "echo raced")
-	eqStrings(t, "turns run", rec.turns(), "raced", "raced")
+	f.runsOnceN2LetsGo(t, lease, rec, []string{"raced"}, "raced", "echo raced")
 }
 
 // TestFoldTakeBeforeOutside: a turn whose lease was left for its commit to
@@ -163,15 +155,24 @@ func TestFoldTakeBeforeOutside(t *testing.T) {
 			}
 			eqStrings(t, "how the message committed", obs.storedSince(0), turns.AloneLease)
 			eqStrings(t, "messages once createMessage returned", f.texts(t), "out")
-			time.Sleep(200 * time.Millisecond) // n2 holds it: nothing runs here
-			eqStrings(t, "turns run while n2 holds the lease", rec.turns(), "out")
-			if err := db.Leases().Release(context.Background(), lease, "n2"); err != nil {
-				t.Fatal(err)
-			}
-			waitUntil(t, "the answer once n2 let go", func() bool { return f.pending(t) == 0 && len(f.texts(t)) == 2 })
-			time.Sleep(50 * time.Millisecond)
-			eqStrings(t, "messages", f.texts(t), "out", "echo out")
-			eqStrings(t, "turns run", rec.turns(), "out", "out")
+			f.runsOnceN2LetsGo(t, lease, rec, []string{"out"}, "out", "echo out")
 		})
 	}
+}
+
+// runsOnceN2LetsGo checks that no turn runs here while node n2 holds the
+// conversation's lease (rec has ran so far), then has n2 release it and
+// waits for the answer: the conversation ends with messages, and the
+// turns run are ran and the message's turn once more.
+func (f *foldFixture) runsOnceN2LetsGo(t *testing.T, lease string, rec *recorder, ran []string, messages ...string) {
+	t.Helper()
+	time.Sleep(200 * time.Millisecond) // n2 holds it: nothing runs here
+	eqStrings(t, "turns run while n2 holds the lease", rec.turns(), ran...)
+	if err := f.db.Leases().Release(context.Background(), lease, "n2"); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "the answer once n2 let go", func() bool { return f.pending(t) == 0 && len(f.texts(t)) == len(messages) })
+	time.Sleep(50 * time.Millisecond) // a further run would answer again
+	eqStrings(t, "messages", f.texts(t), messages...)
+	eqStrings(t, "turns run", rec.turns(), append(ran, messages[len(messages)-2])...)
 }

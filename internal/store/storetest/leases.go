@@ -128,13 +128,7 @@ func testLeases(t *testing.T, db store.DB) {
 func testFenceRenews(t *testing.T, db store.DB) {
 	ctx := t.Context()
 	r := db.Leases()
-	for _, c := range []struct {
-		name   string
-		commit store.Committer
-	}{
-		{"direct", store.DirectCommitter{DB: db}},
-		{"committer", db.NewCommitter(nil)},
-	} {
+	for _, c := range fenceCommitters(db) {
 		t.Run(c.name, func(t *testing.T) {
 			name := "renew:" + c.name
 			fenced := func(holder string, epoch int64) error {
@@ -244,13 +238,7 @@ func testLeasePrune(t *testing.T, db store.DB) {
 func testFenceTakes(t *testing.T, db store.DB) {
 	ctx := t.Context()
 	r := db.Leases()
-	for _, c := range []struct {
-		name   string
-		commit store.Committer
-	}{
-		{"direct", store.DirectCommitter{DB: db}},
-		{"committer", db.NewCommitter(nil)},
-	} {
+	for _, c := range fenceCommitters(db) {
 		t.Run(c.name, func(t *testing.T) {
 			for _, tc := range []struct {
 				name  string
@@ -358,5 +346,20 @@ func testFenceTakes(t *testing.T, db store.DB) {
 			eq(t, "racing takes won", won, 1)
 			eq(t, "racing takes fenced", fenced, 5)
 		})
+	}
+}
+
+// fenceCommitters are the two ways a fenced write commits: directly, and
+// through the engine's committer (pipelined on PostgreSQL).
+func fenceCommitters(db store.DB) []struct {
+	name   string
+	commit store.Committer
+} {
+	return []struct {
+		name   string
+		commit store.Committer
+	}{
+		{"direct", store.DirectCommitter{DB: db}},
+		{"committer", db.NewCommitter(nil)},
 	}
 }
