@@ -389,8 +389,9 @@ type Leases interface {
 	// the next Take starts a new epoch.
 	Release(ctx context.Context, name, holder string) error
 	// Free tells whether the lease is free to take with a write's fence
-	// (Fence.Take): never taken (or pruned), or released. One read.
-	Free(ctx context.Context, name string) (bool, error)
+	// (Fence.Take): never taken (or pruned), or released; and the epoch
+	// it has (0: no row), which the fence's must be above. One read.
+	Free(ctx context.Context, name string) (free bool, epoch int64, err error)
 	// Check, inside a transaction, fails with ErrFenced unless f's holder
 	// still holds the lease at f's epoch, and locks the lease row until
 	// the transaction ends, so that a takeover waits for it. With f.Renew
@@ -431,7 +432,8 @@ type Fence struct {
 	// Take makes the check take the lease instead, until Renew after it:
 	// a lease never taken (or pruned) or released becomes Holder's at
 	// Epoch, which must be above the epoch it had (the clock's
-	// microseconds, as Take starts a new row); one held by anyone, live
+	// microseconds, as Take starts a new row, or above the epoch Free
+	// read); one held by anyone, live
 	// or expired, or with an epoch not below Epoch, fails the write with
 	// ErrFenced (Take's path then: a takeover is logged there). The
 	// write's own commit takes the lease, with no transaction of its own.

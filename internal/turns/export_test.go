@@ -75,3 +75,10 @@ func Released(q *Queue, ref model.ConversationRef) bool {
 // ClaimWithin is how long d's Folds wait for their conversation's last
 // run to end.
 func ClaimWithin(d *Dispatcher) time.Duration { return d.o.ClaimWithin }
+
+// TakeEpoch is the epoch at which d's folded commit would take ref's
+// free lease whose row has epoch after (Dispatcher.takeWithWrite).
+func TakeEpoch(d *Dispatcher, ref model.ConversationRef, after int64) int64 {
+	fence, _, _ := d.takeWithWrite(ref, after)
+	return fence.Epoch
+}

@@ -253,8 +253,8 @@ func (f *fold) lease() bool {
 	d := f.d
 	p := d.unpark(f.ref)
 	if p == nil {
-		if free, err := d.store.Leases().Free(d.ctx, leaseName(f.ref)); err == nil && free {
-			f.fence, f.committed, f.endLease = d.takeWithWrite(f.ref)
+		if free, epoch, err := d.store.Leases().Free(d.ctx, leaseName(f.ref)); err == nil && free {
+			f.fence, f.committed, f.endLease = d.takeWithWrite(f.ref, epoch)
 			f.taking = true
 			return true
 		}

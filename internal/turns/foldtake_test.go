@@ -176,3 +176,27 @@ func (f *foldFixture) runsOnceN2LetsGo(t *testing.T, lease string, rec *recorder
 	eqStrings(t, "messages", f.texts(t), messages...)
 	eqStrings(t, "turns run", rec.turns(), append(ran, messages[len(messages)-2])...)
 }
+
+// TestFoldTakeEpoch: the folded commit takes a free lease at this clock's
+// microseconds, or just above the epoch the lease has where that is ahead
+// (another node's clock ahead of this one's): else the take would be
+// refused, and every such conversation's message after a pause would
+// commit alone.
+func TestFoldTakeEpoch(t *testing.T) {
+	f, _, _ := takeFold(t, botFunc(echoText), turns.DispatcherOptions{FoldWithin: 10 * time.Second})
+	now := time.Now().UnixMicro()
+	for _, tc := range []struct {
+		name  string
+		after int64
+		min   int64
+		max   int64
+	}{
+		{"no row", 0, now, now + int64(time.Minute/time.Microsecond)},
+		{"an older epoch", now - 1000, now, now + int64(time.Minute/time.Microsecond)},
+		{"an epoch ahead of this clock", now + int64(time.Hour/time.Microsecond), now + int64(time.Hour/time.Microsecond) + 1, now + int64(time.Hour/time.Microsecond) + 1},
+	} {
+		if got := turns.TakeEpoch(f.dispatcher, f.ref(), tc.after); got < tc.min || got > tc.max {
+			t.Errorf("%s: epoch %d, want within [%d, %d]", tc.name, got, tc.min, tc.max)
+		}
+	}
+}

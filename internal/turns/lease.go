@@ -169,13 +169,15 @@ func (d *Dispatcher) leaseFrom(ctx context.Context, cancel context.CancelFunc, r
 }
 
 // takeWithWrite is lease for a conversation whose lease was free when
-// looked at (Leases.Free): the first fenced write that commits the run's
-// work takes it in its own transaction (Fence.Take, at this clock's
-// microseconds), with no Take committed before the run. Until such a
-// write committed, the lease is not this node's: committed tells of it,
-// end then parks the lease (or releases it) as lease's end does.
-func (d *Dispatcher) takeWithWrite(ref model.ConversationRef) (fence *store.Fence, committed func(at time.Time, err error), end func()) {
-	epoch := time.Now().UnixMicro()
+// looked at (Leases.Free, which read its epoch, after): the first fenced
+// write that commits the run's work takes it in its own transaction
+// (Fence.Take, at this clock's microseconds, or above after where this
+// clock is behind the node's that set it), with no Take committed before
+// the run. Until such a write committed, the lease is not this node's:
+// committed tells of it, end then parks the lease (or releases it) as
+// lease's end does.
+func (d *Dispatcher) takeWithWrite(ref model.ConversationRef, after int64) (fence *store.Fence, committed func(at time.Time, err error), end func()) {
+	epoch := max(time.Now().UnixMicro(), after+1)
 	var took atomic.Int64 // when the write that took it was submitted (UnixNano; 0: none)
 	fence = &store.Fence{Name: leaseName(ref), Holder: d.o.Node, Epoch: epoch, Renew: d.o.LeaseTTL, Take: true}
 	committed = func(at time.Time, err error) {

@@ -133,17 +133,17 @@ func (r leases) Release(ctx context.Context, name, holder string) error {
 	return r.s.fail(err, "lease")
 }
 
-// Free reads the lease's expiry: none (no row) or 0 (released).
-func (r leases) Free(ctx context.Context, name string) (bool, error) {
-	var expires int64
-	err := r.s.queryRow(ctx, `SELECT expires_at FROM leases WHERE name = ?`, name).Scan(&expires)
+// Free reads the lease's expiry (none: no row; 0: released) and epoch.
+func (r leases) Free(ctx context.Context, name string) (bool, int64, error) {
+	var expires, epoch int64
+	err := r.s.queryRow(ctx, `SELECT expires_at, epoch FROM leases WHERE name = ?`, name).Scan(&expires, &epoch)
 	if errors.Is(err, sql.ErrNoRows) {
-		return true, nil
+		return true, 0, nil
 	}
 	if err != nil {
-		return false, r.s.fail(err, "lease")
+		return false, 0, r.s.fail(err, "lease")
 	}
-	return expires == 0, nil
+	return expires == 0, epoch, nil
 }
 
 // Prune deletes, in one statement, at most limit leases named prefix...

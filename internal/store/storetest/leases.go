@@ -241,48 +241,55 @@ func testFenceTakes(t *testing.T, db store.DB) {
 	for _, c := range fenceCommitters(db) {
 		t.Run(c.name, func(t *testing.T) {
 			for _, tc := range []struct {
-				name  string
-				setup func(name string) int64 // the lease as found; returns the epoch the fence takes
-				taken bool
+				name   string
+				setup  func(name string) int64 // the lease as found; returns its epoch (0: no row)
+				behind bool                    // the fence's epoch is the row's, not above (a clock behind)
+				taken  bool
 			}{
-				{"never taken", func(string) int64 { return time.Now().UnixMicro() }, true},
+				{"never taken", func(string) int64 { return 0 }, false, true},
 				{"released", func(name string) int64 {
 					l, _, err := r.Take(ctx, name, "h2", time.Minute)
 					ok(t, err)
 					ok(t, r.Release(ctx, name, "h2"))
-					return l.Epoch + 1
-				}, true},
+					return l.Epoch
+				}, false, true},
 				{"released at the fence's epoch", func(name string) int64 {
 					l, _, err := r.Take(ctx, name, "h2", time.Minute)
 					ok(t, err)
 					ok(t, r.Release(ctx, name, "h2"))
 					return l.Epoch
-				}, false},
+				}, true, false},
 				{"held by another", func(name string) int64 {
 					l, _, err := r.Take(ctx, name, "h2", time.Minute)
 					ok(t, err)
-					return l.Epoch + 1
-				}, false},
+					return l.Epoch
+				}, false, false},
 				{"held by the same holder", func(name string) int64 {
 					l, _, err := r.Take(ctx, name, "h1", time.Minute)
 					ok(t, err)
-					return l.Epoch + 1
-				}, false},
+					return l.Epoch
+				}, false, false},
 				{"expired, not released", func(name string) int64 {
 					l, _, err := r.Take(ctx, name, "h2", 50*time.Millisecond)
 					ok(t, err)
 					time.Sleep(100 * time.Millisecond)
-					return l.Epoch + 1
-				}, false},
+					return l.Epoch
+				}, false, false},
 			} {
 				t.Run(tc.name, func(t *testing.T) {
 					name := "take:" + c.name + ":" + tc.name
 					side := name + ":side"
-					epoch := tc.setup(name)
-					free, err := r.Free(ctx, name)
+					had := tc.setup(name)
+					epoch := had + 1
+					if had == 0 {
+						epoch = time.Now().UnixMicro()
+					} else if tc.behind {
+						epoch = had
+					}
+					free, read, err := r.Free(ctx, name)
 					ok(t, err)
-					// Free, but at an epoch not below the fence's: a clock behind.
-					eq(t, "free", free, tc.taken || tc.name == "released at the fence's epoch")
+					eq(t, "free", free, tc.taken || tc.behind)
+					eq(t, "the epoch it has", read, had)
 					err = c.commit.Commit(ctx, &store.Write{
 						Fence: &store.Fence{Name: name, Holder: "h1", Epoch: epoch, Renew: time.Minute, Take: true},
 						// The rest of the write: commits only with the take.
@@ -301,9 +308,10 @@ func testFenceTakes(t *testing.T, db store.DB) {
 						return
 					}
 					ok(t, err)
-					free, err = r.Free(ctx, name)
+					free, read, err = r.Free(ctx, name)
 					ok(t, err)
 					eq(t, "free once taken", free, false)
+					eq(t, "at the fence's epoch", read, epoch)
 					// The fence's holder's at its epoch, live.
 					ok(t, r.Check(ctx, store.Fence{Name: name, Holder: "h1", Epoch: epoch}))
 					_, got, err := r.Take(ctx, name, "h3", time.Minute)
