@@ -240,6 +240,19 @@ func testFenceTakes(t *testing.T, db store.DB) {
 	r := db.Leases()
 	for _, c := range fenceCommitters(db) {
 		t.Run(c.name, func(t *testing.T) {
+			// takenBy takes the lease for holder (and releases it), then
+			// waits: the lease as a case finds it, and its epoch.
+			takenBy := func(holder string, ttl time.Duration, release bool, wait time.Duration) func(string) int64 {
+				return func(name string) int64 {
+					l, _, err := r.Take(ctx, name, holder, ttl)
+					ok(t, err)
+					if release {
+						ok(t, r.Release(ctx, name, holder))
+					}
+					time.Sleep(wait)
+					return l.Epoch
+				}
+			}
 			for _, tc := range []struct {
 				name   string
 				setup  func(name string) int64 // the lease as found; returns its epoch (0: no row)
@@ -247,34 +260,11 @@ func testFenceTakes(t *testing.T, db store.DB) {
 				taken  bool
 			}{
 				{"never taken", func(string) int64 { return 0 }, false, true},
-				{"released", func(name string) int64 {
-					l, _, err := r.Take(ctx, name, "h2", time.Minute)
-					ok(t, err)
-					ok(t, r.Release(ctx, name, "h2"))
-					return l.Epoch
-				}, false, true},
-				{"released at the fence's epoch", func(name string) int64 {
-					l, _, err := r.Take(ctx, name, "h2", time.Minute)
-					ok(t, err)
-					ok(t, r.Release(ctx, name, "h2"))
-					return l.Epoch
-				}, true, false},
-				{"held by another", func(name string) int64 {
-					l, _, err := r.Take(ctx, name, "h2", time.Minute)
-					ok(t, err)
-					return l.Epoch
-				}, false, false},
-				{"held by the same holder", func(name string) int64 {
-					l, _, err := r.Take(ctx, name, "h1", time.Minute)
-					ok(t, err)
-					return l.Epoch
-				}, false, false},
-				{"expired, not released", func(name string) int64 {
-					l, _, err := r.Take(ctx, name, "h2", 50*time.Millisecond)
-					ok(t, err)
-					time.Sleep(100 * time.Millisecond)
-					return l.Epoch
-				}, false, false},
+				{"released", takenBy("h2", time.Minute, true, 0), false, true},
+				{"released at the fence's epoch", takenBy("h2", time.Minute, true, 0), true, false},
+				{"held by another", takenBy("h2", time.Minute, false, 0), false, false},
+				{"held by the same holder", takenBy("h1", time.Minute, false, 0), false, false},
+				{"expired, not released", takenBy("h2", 50*time.Millisecond, false, 100*time.Millisecond), false, false},
 			} {
 				t.Run(tc.name, func(t *testing.T) {
 					name := "take:" + c.name + ":" + tc.name
@@ -357,16 +347,16 @@ func testFenceTakes(t *testing.T, db store.DB) {
 	}
 }
 
-// fenceCommitters are the two ways a fenced write commits: directly, and
-// through the engine's committer (pipelined on PostgreSQL).
-func fenceCommitters(db store.DB) []struct {
+// fenceCommitter is a way a fenced write commits.
+type fenceCommitter struct {
 	name   string
 	commit store.Committer
-} {
-	return []struct {
-		name   string
-		commit store.Committer
-	}{
+}
+
+// fenceCommitters are the two ways a fenced write commits: directly, and
+// through the engine's committer (pipelined on PostgreSQL).
+func fenceCommitters(db store.DB) []fenceCommitter {
+	return []fenceCommitter{
 		{"direct", store.DirectCommitter{DB: db}},
 		{"committer", db.NewCommitter(nil)},
 	}
