@@ -60,8 +60,7 @@ func SetMaxClaim(d *Dispatcher, v time.Duration) { d.maxClaim = v }
 func Parked(d *Dispatcher, ref model.ConversationRef) bool {
 	d.parkMu.Lock()
 	defer d.parkMu.Unlock()
-	p := d.parked[ref]
-	return p != nil && time.Since(p.renewed) < d.o.LeaseTTL/4
+	return d.reusable(d.parked[ref])
 }
 
 // Released tells whether q holds ref neither queued, running nor claimed

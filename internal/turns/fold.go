@@ -259,8 +259,15 @@ func (f *fold) lease() bool {
 			return true
 		}
 	}
-	ctx, cancel := context.WithCancel(d.ctx)
-	fence, committed, end, busy := d.leaseFrom(ctx, cancel, f.ref, p)
+	return f.leaseFrom(p)
+}
+
+// leaseFrom takes the lease, or reuses p (Dispatcher.leaseFrom), for the
+// fold: false, and the fold's lease left as it was, when another node
+// holds it or taking it failed.
+func (f *fold) leaseFrom(p *parked) bool {
+	ctx, cancel := context.WithCancel(f.d.ctx)
+	fence, committed, end, busy := f.d.leaseFrom(ctx, cancel, f.ref, p)
 	if busy {
 		cancel()
 		return false
@@ -279,15 +286,10 @@ func (f *fold) hold() bool {
 	f.holdMu.Lock()
 	defer f.holdMu.Unlock()
 	if f.taking {
+		// The fence that was to take the lease goes either way.
 		f.taking = false
-		ctx, cancel := context.WithCancel(f.d.ctx)
-		fence, committed, end, busy := f.d.leaseFrom(ctx, cancel, f.ref, nil)
-		if busy {
-			cancel()
-			fence, committed, end = nil, nil, nil
-			f.lost = true
-		}
-		f.fence, f.committed, f.endLease = fence, committed, end
+		f.fence, f.committed, f.endLease = nil, nil, nil
+		f.lost = !f.leaseFrom(nil)
 	}
 	return !f.lost
 }

@@ -57,7 +57,7 @@ func (d *Dispatcher) leaseFrom(ctx context.Context, cancel context.CancelFunc, r
 	// last is when the lease was last renewed (UnixNano): by a Take, a
 	// Renew or a fenced write.
 	var last atomic.Int64
-	if p != nil && time.Since(p.renewed) < d.o.LeaseTTL/4 {
+	if d.reusable(p) {
 		epoch = p.epoch
 		last.Store(p.renewed.UnixNano())
 	} else {
@@ -198,6 +198,12 @@ func (d *Dispatcher) takeWithWrite(ref model.ConversationRef, after int64) (fenc
 		d.release(ref)
 	}
 	return fence, committed, end
+}
+
+// reusable tells whether a parked lease was renewed recently enough to
+// be used as it is (a quarter TTL ago at most: most of its TTL is left).
+func (d *Dispatcher) reusable(p *parked) bool {
+	return p != nil && time.Since(p.renewed) < d.o.LeaseTTL/4
 }
 
 // park keeps ref's lease for d.linger (leaseLinger); false when the
