@@ -245,15 +245,15 @@ type fold struct {
 }
 
 // lease reuses the conversation's lease this node parked after its last
-// run; or, where the lease is free, leaves it for the folded commit to
-// take (takeWithWrite); or else takes it, renewing it while the fold
-// runs. False when another node holds it or taking it failed (the
+// run; or, where the lease is free (or may be: mayBeFree), leaves it for
+// the folded commit to take (takeWithWrite); or else takes it, renewing
+// it while the fold runs. False when another node holds it or taking it failed (the
 // message then goes through the queue).
 func (f *fold) lease() bool {
 	d := f.d
 	p := d.unpark(f.ref)
 	if p == nil {
-		if free, epoch, err := d.store.Leases().Free(d.ctx, leaseName(f.ref)); err == nil && free {
+		if free, epoch := d.mayBeFree(f.ref); free {
 			f.fence, f.committed, f.endLease = d.takeWithWrite(f.ref, epoch)
 			f.taking = true
 			return true

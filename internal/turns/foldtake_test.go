@@ -64,6 +64,9 @@ func TestFoldTakesAFreeLeaseWithItsCommit(t *testing.T) {
 			if n := counted.takes.Load(); n != tc.takes {
 				t.Fatalf("the dispatcher made %d Takes, want %d", n, tc.takes)
 			}
+			if n := counted.frees.Load(); n != 1 {
+				t.Fatalf("the dispatcher read the lease %d times (Free), want 1", n)
+			}
 			eqStrings(t, "how the message committed", obs.storedSince(0), "folded")
 			eqStrings(t, "messages once createMessage returned", f.texts(t), "first", "echo first")
 			if !turns.Parked(f.dispatcher, f.ref()) {
@@ -78,6 +81,67 @@ func TestFoldTakesAFreeLeaseWithItsCommit(t *testing.T) {
 				t.Fatalf("the dispatcher made %d Takes after the second message, want %d", n, tc.takes)
 			}
 			eqStrings(t, "messages", f.texts(t), "first", "echo first", "second", "echo second")
+		})
+	}
+}
+
+// TestFoldTakeAlone: a node alone on the database (DispatcherOptions.Alone)
+// does not read whether the lease is free (Leases.Free): the folded commit
+// takes it where it is. Where a node gone left it held (expired, not
+// released), that commit is refused: the message is stored alone
+// (createMessage succeeds) and its turn runs once, through the queue's
+// takeover (one Take), the lease then this node's.
+func TestFoldTakeAlone(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		setup   func(t *testing.T, db store.DB, lease string)
+		stored  string
+		takes   int64
+		commits int64 // for the first message
+	}{
+		{"never taken", func(*testing.T, store.DB, string) {}, "folded", 0, 1},
+		{"released elsewhere", func(t *testing.T, db store.DB, lease string) {
+			ctx := context.Background()
+			if _, ok, err := db.Leases().Take(ctx, lease, "n2", time.Minute); err != nil || !ok {
+				t.Fatalf("n2 could not take the lease (%v, %v)", ok, err)
+			}
+			if err := db.Leases().Release(ctx, lease, "n2"); err != nil {
+				t.Fatal(err)
+			}
+		}, "folded", 0, 1},
+		{"expired elsewhere", func(t *testing.T, db store.DB, lease string) {
+			if _, ok, err := db.Leases().Take(context.Background(), lease, "n2", 50*time.Millisecond); err != nil || !ok {
+				t.Fatalf("n2 could not take the lease (%v, %v)", ok, err)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}, turns.AloneRefused, 1, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			obs := &countingObserver{}
+			f, counted, lease := takeFold(t, botFunc(echoText), turns.DispatcherOptions{FoldWithin: 10 * time.Second,
+				Sweep: 50 * time.Millisecond, Observer: obs, Alone: func() bool { return true }})
+			tc.setup(t, counted.DB, lease)
+			before := f.commits.n.Load()
+			f.post(t, f.conv, "first")
+			if n := f.commits.n.Load() - before; n != tc.commits {
+				t.Fatalf("the first message took %d commits, want %d", n, tc.commits)
+			}
+			eqStrings(t, "how the message committed", obs.storedSince(0), tc.stored)
+			waitUntil(t, "the answer", func() bool { return f.pending(t) == 0 && len(f.texts(t)) == 2 })
+			f.post(t, f.conv, "second")
+			eqStrings(t, "messages", f.texts(t), "first", "echo first", "second", "echo second")
+			if n := counted.frees.Load(); n != 0 {
+				t.Fatalf("the dispatcher read the lease %d times (Free), want none", n)
+			}
+			if n := counted.takes.Load(); n != tc.takes {
+				t.Fatalf("the dispatcher made %d Takes, want %d", n, tc.takes)
+			}
+			if !turns.Parked(f.dispatcher, f.ref()) {
+				t.Fatal("the lease is not parked")
+			}
+			if _, ok, err := counted.DB.Leases().Take(context.Background(), lease, "n2", time.Second); err != nil || ok {
+				t.Fatalf("another node took the lease (%v, %v)", ok, err)
+			}
 		})
 	}
 }

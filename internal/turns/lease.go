@@ -200,6 +200,21 @@ func (d *Dispatcher) takeWithWrite(ref model.ConversationRef, after int64) (fenc
 	return fence, committed, end
 }
 
+// mayBeFree tells whether ref's lease may be free for a folded commit to
+// take, and the epoch it has (Leases.Free, a read). A node alone on the
+// database (Alone) does not read: another holder can then only be a node
+// gone, whose lease the fenced take refuses as it refuses one held, and
+// its message then commits alone, its turn taken over by the queue's run
+// (Take), as a race lost to another node is. The take's epoch is then
+// this clock's, which one ahead of it refuses the same way.
+func (d *Dispatcher) mayBeFree(ref model.ConversationRef) (free bool, epoch int64) {
+	if d.o.Alone != nil && d.o.Alone() {
+		return true, 0
+	}
+	free, epoch, err := d.store.Leases().Free(d.ctx, leaseName(ref))
+	return err == nil && free, epoch
+}
+
 // reusable tells whether a parked lease was renewed recently enough to
 // be used as it is (a quarter TTL ago at most: most of its TTL is left).
 func (d *Dispatcher) reusable(p *parked) bool {
