@@ -54,7 +54,7 @@ func (r signals) AppendSignal(ctx context.Context, sg *model.Signal) error {
 		args := []any{sg.BotID, sg.ConversationID, sg.Type, rawText(sg.Data), ms(sg.CreatedAt)}
 		if s.deferRows(ctx) { // sg.Seq is filled in when the statement ran
 			_, err := s.exec(store.WithReturnedRow(store.WithRequiredRow(ctx, model.NotFound("conversation")), &sg.Seq, new(int64)),
-				bump+` SELECT (SELECT last_seq FROM c), 1 / (SELECT COUNT(*) FROM c)`, args...)
+				bump+` SELECT c.last_seq, 1 / `+asInt(`c.id IS NOT NULL`)+` FROM (VALUES (1)) v LEFT JOIN c ON true`, args...)
 			return s.fail(err, "conversation")
 		}
 		if s.e.d.CTEWrites { // one statement instead of two
@@ -88,7 +88,7 @@ func (r signals) appendDeferredAhead(ctx context.Context, sg *model.Signal, a *s
 	_, err := r.s.exec(store.WithReturnedRow(store.WithRequiredRow(ctx, model.NotFound("conversation")), &sg.Seq, new(int64)),
 		`WITH sg AS (INSERT INTO signals (bot_id, conversation_id, seq, type, data, created_at)
 			SELECT bot_id, id, last_seq - ?, ?, ?, ? FROM conversations WHERE bot_id = ? AND id = ? RETURNING seq)
-		SELECT (SELECT seq FROM sg), 1 / (SELECT COUNT(*) FROM sg)`,
+		SELECT sg.seq, 1 / `+asInt(`sg.seq IS NOT NULL`)+` FROM (VALUES (1)) v LEFT JOIN sg ON true`,
 		a.Deferred, sg.Type, rawText(sg.Data), ms(sg.CreatedAt), sg.BotID, sg.ConversationID)
 	return r.s.fail(err, "signal")
 }
@@ -176,7 +176,7 @@ func deferSignalTurn(ctx context.Context, s *Store, cte string, sg *model.Signal
 		tdest = new(int64)
 	}
 	_, err := s.exec(store.WithReturnedRow(store.WithRequiredRow(ctx, model.NotFound("conversation")), &sg.Seq, tdest, new(int64)),
-		cte+` SELECT (SELECT last_seq FROM c), (SELECT turn_seq FROM c), 1 / (SELECT COUNT(*) FROM c)`, args...)
+		cte+` SELECT c.last_seq, c.turn_seq, 1 / `+asInt(`c.id IS NOT NULL`)+` FROM (VALUES (1)) v LEFT JOIN c ON true`, args...)
 	return s.fail(err, "conversation")
 }
 
@@ -406,13 +406,13 @@ func (r signals) CompleteTurn(ctx context.Context, botID, conversationID string,
 // no row version behind.
 func (r signals) RequireLastTurn(ctx context.Context, botID, conversationID string, seq int64) error {
 	return r.s.require(ctx, store.ErrTurnBetween, "conversation",
-		`SELECT COUNT(*) FROM conversations WHERE bot_id = ? AND id = ? AND turn_seq = ?`, botID, conversationID, seq)
+		`EXISTS (SELECT 1 FROM conversations WHERE bot_id = ? AND id = ? AND turn_seq = ?)`, botID, conversationID, seq)
 }
 
 // RequireFirstTurn fails with store.ErrTurnBetween when a turn of the
 // conversation numbered before seq is pending.
 func (r signals) RequireFirstTurn(ctx context.Context, botID, conversationID string, seq int64) error {
 	return r.s.require(ctx, store.ErrTurnBetween, "turn",
-		`SELECT CASE WHEN EXISTS (SELECT 1 FROM turns WHERE bot_id = ? AND conversation_id = ? AND seq < ?) THEN 0 ELSE 1 END`,
+		`NOT EXISTS (SELECT 1 FROM turns WHERE bot_id = ? AND conversation_id = ? AND seq < ?)`,
 		botID, conversationID, seq)
 }

@@ -195,7 +195,7 @@ func (r states) RequireTurnStart(ctx context.Context, botID, userID, conversatio
 		// no better there (parley-bench, side by side).
 		return r.holdsStart(ctx, botID, userID, conversationID, start)
 	}
-	q := `SELECT COUNT(*) FROM conversations c LEFT JOIN chat_users u ON u.bot_id = c.bot_id AND u.id = ?
+	q := `SELECT 1 FROM conversations c LEFT JOIN chat_users u ON u.bot_id = c.bot_id AND u.id = ?
 		WHERE c.bot_id = ? AND c.id = ?
 		AND NOT EXISTS (SELECT 1 FROM handoffs WHERE bot_id = c.bot_id AND conversation_id = c.id)`
 	args := []any{userID, botID, conversationID}
@@ -238,7 +238,7 @@ func (r states) RequireTurnStart(ctx context.Context, botID, userID, conversatio
 			args = append(args, st.scope, st.owner, string(st.data))
 		}
 	}
-	return r.s.require(ctx, store.ErrStartChanged, "turn", q, args...)
+	return r.s.require(ctx, store.ErrStartChanged, "turn", `EXISTS (`+q+`)`, args...)
 }
 
 // holdsStart is RequireTurnStart answered before the COMMIT: the columns
