@@ -349,6 +349,9 @@ func runEngine(o options, engine, dir string) (map[string]float64, error) {
 		if db := median(results[p.name], closedResult.dbCPUPerMsg); db > 0 {
 			fmt.Printf(", PostgreSQL CPU per message %.2f×", median(results[ps[0].name], closedResult.dbCPUPerMsg)/db)
 		}
+		if o.rounds > 1 {
+			fmt.Printf("; sustained round by round %s", pairedCell(pairedRatios(results[ps[0].name], results[p.name], sustainedOf, sustainedOf)))
+		}
 	}
 	if botkit != nil {
 		bk := results["botkit"]
@@ -356,6 +359,9 @@ func runEngine(o options, engine, dir string) (map[string]float64, error) {
 			fmt.Printf("\n%s / botkit: sustained %.2f×, 2xx %.2f×, CPU per message %.2f×", p.name, sustained[p.name]/sustained["botkit"],
 				median(results[p.name], closedResult.rate)/median(bk, closedResult.rate),
 				median(results[p.name], closedResult.cpuPerMsg)/median(bk, closedResult.cpuPerMsg))
+			if o.rounds > 1 {
+				fmt.Printf("; sustained round by round %s", pairedCell(pairedRatios(results[p.name], bk, sustainedOf, closedResult.rate)))
+			}
 		}
 		fmt.Printf("\n\nbotkit: %s, one process; its echo comes back in the HTTP response and it stores nothing"+
 			" (conversation state in memory), while every Parley 2xx is a committed message whose reply is committed too.", botkitVersions(o.botkit))
