@@ -23,6 +23,26 @@ func takeFold(t *testing.T, bot turns.Bot, o turns.DispatcherOptions) (*foldFixt
 	return f, db, "turns:" + f.botID + ":" + f.conv
 }
 
+// releasedByN2 and expiredUnderN2 leave a lease as another node, n2, left
+// it: taken and released, or taken and expired without a release (a node
+// gone).
+func releasedByN2(t *testing.T, db store.DB, lease string) {
+	ctx := context.Background()
+	if _, ok, err := db.Leases().Take(ctx, lease, "n2", time.Minute); err != nil || !ok {
+		t.Fatalf("n2 could not take the lease (%v, %v)", ok, err)
+	}
+	if err := db.Leases().Release(ctx, lease, "n2"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func expiredUnderN2(t *testing.T, db store.DB, lease string) {
+	if _, ok, err := db.Leases().Take(context.Background(), lease, "n2", 50*time.Millisecond); err != nil || !ok {
+		t.Fatalf("n2 could not take the lease (%v, %v)", ok, err)
+	}
+	time.Sleep(100 * time.Millisecond)
+}
+
 // TestFoldTakesAFreeLeaseWithItsCommit: where the lease is free (never
 // taken, or released by another node), the first message folds in one
 // commit that takes the lease: no Take, the answer stored when
@@ -36,21 +56,8 @@ func TestFoldTakesAFreeLeaseWithItsCommit(t *testing.T) {
 		takes int64
 	}{
 		{"never taken", func(*testing.T, store.DB, string) {}, 0},
-		{"released elsewhere", func(t *testing.T, db store.DB, lease string) {
-			ctx := context.Background()
-			if _, ok, err := db.Leases().Take(ctx, lease, "n2", time.Minute); err != nil || !ok {
-				t.Fatalf("n2 could not take the lease (%v, %v)", ok, err)
-			}
-			if err := db.Leases().Release(ctx, lease, "n2"); err != nil {
-				t.Fatal(err)
-			}
-		}, 0},
-		{"expired elsewhere", func(t *testing.T, db store.DB, lease string) {
-			if _, ok, err := db.Leases().Take(context.Background(), lease, "n2", 50*time.Millisecond); err != nil || !ok {
-				t.Fatalf("n2 could not take the lease (%v, %v)", ok, err)
-			}
-			time.Sleep(100 * time.Millisecond)
-		}, 1},
+		{"released elsewhere", releasedByN2, 0},
+		{"expired elsewhere", expiredUnderN2, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			obs := &countingObserver{}
@@ -100,21 +107,8 @@ func TestFoldTakeAlone(t *testing.T) {
 		commits int64 // for the first message
 	}{
 		{"never taken", func(*testing.T, store.DB, string) {}, "folded", 0, 1},
-		{"released elsewhere", func(t *testing.T, db store.DB, lease string) {
-			ctx := context.Background()
-			if _, ok, err := db.Leases().Take(ctx, lease, "n2", time.Minute); err != nil || !ok {
-				t.Fatalf("n2 could not take the lease (%v, %v)", ok, err)
-			}
-			if err := db.Leases().Release(ctx, lease, "n2"); err != nil {
-				t.Fatal(err)
-			}
-		}, "folded", 0, 1},
-		{"expired elsewhere", func(t *testing.T, db store.DB, lease string) {
-			if _, ok, err := db.Leases().Take(context.Background(), lease, "n2", 50*time.Millisecond); err != nil || !ok {
-				t.Fatalf("n2 could not take the lease (%v, %v)", ok, err)
-			}
-			time.Sleep(100 * time.Millisecond)
-		}, turns.AloneRefused, 1, 2},
+		{"released elsewhere", releasedByN2, "folded", 0, 1},
+		{"expired elsewhere", expiredUnderN2, turns.AloneRefused, 1, 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			obs := &countingObserver{}
