@@ -247,8 +247,8 @@ type fold struct {
 // lease reuses the conversation's lease this node parked after its last
 // run; or, where the lease is free (or may be: mayBeFree), leaves it for
 // the folded commit to take (takeWithWrite); or else takes it, renewing
-// it while the fold runs. False when another node holds it or taking it failed (the
-// message then goes through the queue).
+// it while the fold runs. False when another node holds it or taking it
+// failed (the message then goes through the queue).
 func (f *fold) lease() bool {
 	d := f.d
 	p := d.unpark(f.ref)
