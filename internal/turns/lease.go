@@ -202,11 +202,12 @@ func (d *Dispatcher) takeWithWrite(ref model.ConversationRef, after int64) (fenc
 
 // mayBeFree tells whether ref's lease may be free for a folded commit to
 // take, and the epoch it has (Leases.Free, a read). A node alone on the
-// database (Alone) does not read: another holder can then only be a node
-// gone, whose lease the fenced take refuses as it refuses one held, and
-// its message then commits alone, its turn taken over by the queue's run
-// (Take), as a race lost to another node is. The take's epoch is then
-// this clock's, which one ahead of it refuses the same way.
+// database (Alone) does not read: another holder is then a node gone (or
+// one not heard of yet), whose lease the fenced take refuses, and the
+// message then commits alone, its turn left to the queue's run (a Take:
+// a takeover, or the other node's), as a race lost to another node is.
+// The take's epoch is then this clock's, which an epoch ahead of it
+// refuses the same way.
 func (d *Dispatcher) mayBeFree(ref model.ConversationRef) (free bool, epoch int64) {
 	if d.o.Alone != nil && d.o.Alone() {
 		return true, 0
