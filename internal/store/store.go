@@ -332,7 +332,9 @@ type States interface {
 	// when not stored).
 	GetTurn(ctx context.Context, botID, userID, conversationID string) (TurnStart, error)
 	// GetIdleTurn is GetTurn with, in the same read, whether the
-	// conversation is idle and the number of its last turn.
+	// conversation is idle and the number of its last turn. A store that
+	// can tell a start still holds without reading it gives the start a
+	// Mark (not in handoff) for RequireTurnStart.
 	GetIdleTurn(ctx context.Context, botID, userID, conversationID string) (IdleTurn, error)
 	// RequireTurnStart fails with ErrStartChanged unless the store still
 	// holds start as what the user's next turn in the conversation starts
@@ -364,7 +366,16 @@ type TurnStart struct {
 	Conversation         *model.Conversation
 	UserState, ConvState json.RawMessage
 	BotState             json.RawMessage
+	// Mark, set by a store that can tell, lets RequireTurnStart know the
+	// start holds without reading it again; zero: it reads.
+	Mark StartMark
 }
+
+// StartMark is where a start was read in the store's count of the writes
+// that may change one (sqlstore's startChanges), with a sum of what it
+// held then: a start whose sum no longer matches (changed since it was
+// read) is checked by reading.
+type StartMark struct{ Changes, Sum uint64 }
 
 // Leases are named, expiring locks shared by every process on the same
 // database; they keep a conversation's turns on one process at a time.

@@ -82,7 +82,8 @@ func (k *keptStarts) put(ref model.ConversationRef, ks keptStart) {
 // stillHolds is the ThenIf of a turn that started from a kept start: the
 // store, checked in the commit's transaction, still holds that start, and
 // the conversation is not in handoff (States.RequireTurnStart: on SQLite
-// read on the writer's warm connection; on PostgreSQL written to fail in
+// told from the store's count of start changes, or else read on the
+// writer's warm connection; on PostgreSQL written to fail in
 // the server, so the pipelined commit needs no answer before its COMMIT,
 // and the group commit then commits the write without its Then).
 func stillHolds(ref model.ConversationRef, ks keptStart) func(ctx context.Context, tx store.Store) (bool, error) {

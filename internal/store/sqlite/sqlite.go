@@ -20,7 +20,7 @@ import (
 
 // Dialect is SQLite's sqlstore dialect.
 var Dialect = sqlstore.Dialect{Name: "sqlite", Classify: classify, Transient: transient, CacheStatements: true, LiteralLimits: true,
-	PinnedBegin: "BEGIN IMMEDIATE"}
+	PinnedBegin: "BEGIN IMMEDIATE", LocalWrites: true}
 
 // Open opens (creating if needed) the database file at path and migrates it.
 //

@@ -43,6 +43,7 @@ func (db *DB) InPinnedTx(ctx context.Context, fn func(tx store.Store) error) (er
 		return db.inPinnedSQLTx(ctx, fn)
 	}
 	st := &Store{e: e, q: e.pinned, inTx: true, pinned: true, nocache: db.nocache}
+	defer st.endChanges() // after the COMMIT or ROLLBACK below
 	if _, err := st.exec(ctx, e.d.PinnedBegin); err != nil {
 		// A broken connection: drop it, the next call opens another.
 		e.dropPinned(true)
@@ -86,7 +87,9 @@ func (db *DB) inPinnedSQLTx(ctx context.Context, fn func(tx store.Store) error) 
 			panic(p)
 		}
 	}()
-	if err := fn(&Store{e: e, q: tx, tx_: tx, inTx: true, nocache: db.nocache}); err != nil {
+	st := &Store{e: e, q: tx, tx_: tx, inTx: true, nocache: db.nocache}
+	defer st.endChanges()
+	if err := fn(st); err != nil {
 		_ = tx.Rollback()
 		return err
 	}

@@ -54,6 +54,11 @@ type Dialect struct {
 	// binding it (limitClause): SQLite parses a statement with a bound
 	// LIMIT again at every run.
 	LiteralLimits bool
+	// LocalWrites says every write to the database goes through this
+	// process's store (SQLite: one server per database file), so that a
+	// start read while no write that may change it ran holds until one
+	// begins (startmark.go), with no read to tell.
+	LocalWrites bool
 	// CTEWrites says data-modifying statements may appear in WITH (one
 	// round trip for several writes); PostgreSQL has them, SQLite not.
 	CTEWrites bool
@@ -94,6 +99,8 @@ type engine struct {
 	closed    bool           // under bgMu
 	nstmts    atomic.Int32
 
+	changes *startChanges // Dialect.LocalWrites; else nil
+
 	pinMu       sync.Mutex           // serialises InPinnedTx; guards pinned and pinnedStmts
 	pinned      *sql.Conn            // InPinnedTx's connection, opened on first use
 	pinnedStmts map[string]*sql.Stmt // statements prepared on pinned (Dialect.PinnedBegin)
@@ -120,6 +127,9 @@ type Store struct {
 	pinned bool
 	// nocache runs queries unprepared (migrations: DDL, run once).
 	nocache bool
+	// changeOpen is set in a transaction that ran a statement that may
+	// change a turn's start, until it ends (endChanges).
+	changeOpen bool
 }
 
 // DB implements store.DB.
@@ -135,6 +145,9 @@ func New(db *sql.DB, d Dialect) *DB {
 		d.Classify = func(error) Violation { return NoViolation }
 	}
 	e := &engine{d: d, db: db}
+	if d.LocalWrites {
+		e.changes = newStartChanges()
+	}
 	return &DB{Store: &Store{e: e, q: db}}
 }
 
@@ -202,7 +215,9 @@ func (s *Store) InTx(ctx context.Context, fn func(tx store.Store) error) (err er
 			panic(p)
 		}
 	}()
-	if err := fn(&Store{e: s.e, q: tx, tx_: tx, inTx: true, nocache: s.nocache}); err != nil {
+	st := &Store{e: s.e, q: tx, tx_: tx, inTx: true, nocache: s.nocache}
+	defer st.endChanges()
+	if err := fn(st); err != nil {
 		_ = tx.Rollback()
 		return err
 	}
@@ -311,6 +326,7 @@ func (e *engine) prepare(ctx context.Context, q string) (any, bool) {
 }
 
 func (s *Store) exec(ctx context.Context, q string, args ...any) (sql.Result, error) {
+	defer s.changing(q, false)()
 	q = s.bind(q)
 	if st := s.stmt(ctx, q); st != nil {
 		return st.ExecContext(ctx, args...)
@@ -319,6 +335,7 @@ func (s *Store) exec(ctx context.Context, q string, args ...any) (sql.Result, er
 }
 
 func (s *Store) query(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
+	s.changing(q, true)
 	q = s.bind(q)
 	if st := s.stmt(ctx, q); st != nil {
 		return st.QueryContext(ctx, args...)
@@ -327,6 +344,7 @@ func (s *Store) query(ctx context.Context, q string, args ...any) (*sql.Rows, er
 }
 
 func (s *Store) queryRow(ctx context.Context, q string, args ...any) *sql.Row {
+	s.changing(q, true)
 	q = s.bind(q)
 	if st := s.stmt(ctx, q); st != nil {
 		return st.QueryRowContext(ctx, args...)

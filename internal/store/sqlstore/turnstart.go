@@ -64,6 +64,7 @@ func (r states) GetIdleTurn(ctx context.Context, botID, userID, conversationID s
 	var st turnStartCols
 	var seq int64
 	var pending, handoff bool
+	mark := r.s.startMark()
 	err := r.s.queryRow(ctx, `SELECT `+convStartSelect+`, c.turn_seq,
 		EXISTS (SELECT 1 FROM turns WHERE bot_id = c.bot_id AND conversation_id = c.id),
 		EXISTS (SELECT 1 FROM handoffs WHERE bot_id = c.bot_id AND conversation_id = c.id)
@@ -78,6 +79,9 @@ func (r states) GetIdleTurn(ctx context.Context, botID, userID, conversationID s
 	start, err := st.start(botID)
 	if err != nil {
 		return out, err
+	}
+	if !handoff { // a start in handoff does not hold (RequireTurnStart)
+		marked(mark, botID, userID, conversationID, start)
 	}
 	out.Start, out.TurnSeq, out.Idle, out.Handoff = *start, seq, !pending && !handoff, handoff
 	return out, nil
@@ -189,6 +193,9 @@ func turnConversation(botID, id, owner, integration, channel, tags string, creat
 // written, an empty set as any empty encoding), with no answer needed
 // before the COMMIT.
 func (r states) RequireTurnStart(ctx context.Context, botID, userID, conversationID string, start store.TurnStart) error {
+	if r.s.holdsUnread(botID, userID, conversationID, &start) {
+		return nil
+	}
 	if !r.s.deferRows(ctx) {
 		// A read compared here, as the fold's check was before (SQLite,
 		// on the writer's warm connection): the statement below measured

@@ -27,6 +27,7 @@ func testIdleTurn(t *testing.T, db store.DB) {
 	ok(t, err)
 	want, err := r.GetTurn(ctx, f.bot.ID, "u1", "c1")
 	ok(t, err)
+	got.Start.Mark = store.StartMark{} // the store's, where it gives one (RequireTurnStart's)
 	eq(t, "start", got.Start, want)
 	if !got.Idle || got.Handoff || got.TurnSeq != 0 {
 		t.Fatalf("new conversation: %+v, want idle at 0", got)
@@ -96,9 +97,28 @@ func testRequireTurnStart(t *testing.T, db store.DB) {
 		ok(t, err)
 		return s
 	}
+	// A start read as a fold reads it (GetIdleTurn): a store may then tell
+	// it holds without reading it again (sqlstore's marks on SQLite).
+	readIdle := func() store.TurnStart {
+		t.Helper()
+		it, err := db.States().GetIdleTurn(ctx, f.bot.ID, "u1", "c1")
+		ok(t, err)
+		return it.Start
+	}
 	start := read()
 	if !holds("as read", start) {
 		t.Fatal("a start as read does not hold")
+	}
+	if !holds("as read idle", readIdle()) {
+		t.Fatal("a start as read idle does not hold")
+	}
+	// Writes that change no start (a message, its signal, a turn's
+	// numbers) leave it holding.
+	idle := readIdle()
+	m := newMessage(t, db, c, "u1", 1)
+	ok(t, db.Signals().AppendSignal(ctx, &model.Signal{BotID: f.bot.ID, ConversationID: "c1", Type: "message_created", Data: json.RawMessage(`{"id":"` + m.ID + `"}`)}))
+	if !holds("after a message", idle) {
+		t.Fatal("a start read idle does not hold after a message")
 	}
 	changed := start
 	changed.ConvState = json.RawMessage(`{"n":2}`)
@@ -126,9 +146,13 @@ func testRequireTurnStart(t *testing.T, db store.DB) {
 		{"user state set", func() { ok(t, db.States().Put(ctx, f.bot.ID, store.ScopeUser, "u1", json.RawMessage(`{"u":1}`))) }},
 		{"user state changed", func() { ok(t, db.States().Put(ctx, f.bot.ID, store.ScopeUser, "u1", json.RawMessage(`{"u":2}`))) }},
 	} {
+		idle := readIdle()
 		tc.change()
 		if holds(tc.name+": the old start", start) {
 			t.Fatalf("%s: the old start holds", tc.name)
+		}
+		if holds(tc.name+": the old start read idle", idle) {
+			t.Fatalf("%s: the old start read idle holds", tc.name)
 		}
 		start = read()
 		if !holds(tc.name+": the new start", start) {
@@ -148,14 +172,25 @@ func testRequireTurnStart(t *testing.T, db store.DB) {
 	if holdsFor("its user since stored", "u2", alone) {
 		t.Fatal("a start without its user holds once the user is stored")
 	}
+	idle = readIdle()
 	_, err = db.Handoffs().Request(ctx, &model.Handoff{BotID: f.bot.ID, ConversationID: "c1", Status: model.HandoffWaiting, RequestedAt: at(1)})
 	ok(t, err)
-	if holds("in handoff", start) {
+	if holds("in handoff", start) || holds("in handoff, read idle before", idle) {
 		t.Fatal("a start holds in handoff")
 	}
-	// The conversation deleted: no start holds.
+	ok(t, db.Handoffs().Delete(ctx, f.bot.ID, "c1"))
+	idle = readIdle()
+	if !holds("handed back", idle) {
+		t.Fatal("a start read idle once handed back does not hold")
+	}
+	// The user deleted, the conversation deleted: no start read before holds.
+	ok(t, db.Chat().DeleteUser(ctx, f.bot.ID, "u1"))
+	if holds("the user deleted", idle) {
+		t.Fatal("a start holds once its user is deleted")
+	}
+	idle = readIdle()
 	ok(t, db.Chat().DeleteConversation(ctx, f.bot.ID, "c1"))
-	if holds("the conversation deleted", start) {
+	if holds("the conversation deleted", start) || holds("the conversation deleted, read idle before", idle) {
 		t.Fatal("a start holds once its conversation is deleted")
 	}
 }
