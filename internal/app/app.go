@@ -119,7 +119,7 @@ func (a *App) start(ctx context.Context, o options) error {
 		a.db, err = postgres.Open(ctx, a.cfg.DatabaseURL, a.cfg.DBMaxConnections)
 	} else {
 		a.db, err = sqlite.OpenWith(ctx, filepath.Join(a.cfg.DataDir, "parley.db"),
-			sqlite.Options{MaxConns: a.cfg.DBMaxConnections, SyncFull: a.cfg.Sync == "full"})
+			sqlite.Options{MaxConns: a.cfg.DBMaxConnections, SyncFull: a.cfg.Sync == "full", Exclusive: true})
 	}
 	if err != nil {
 		return fmt.Errorf("open store: %w", err)

@@ -135,6 +135,30 @@ func TestRestartKeepsDataAndDoesNotBootstrapAgain(t *testing.T) {
 	})
 }
 
+// TestOneServerPerSQLiteFile: a second server on the data directory of a
+// running one (SQLite) refuses to start, saying why, and starts once the
+// first stopped. On PostgreSQL several servers share a database.
+func TestOneServerPerSQLiteFile(t *testing.T) {
+	ctx := context.Background()
+	c := testapp.Config(t, "")
+	first, err := app.Start(ctx, c, testapp.Logger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if second, err := app.Start(ctx, c, testapp.Logger(t)); err == nil {
+		second.Shutdown(ctx)
+		t.Fatal("a second server started on the same SQLite file")
+	} else if !strings.Contains(err.Error(), "in use by another Parley server") {
+		t.Fatalf("second server: %v", err)
+	}
+	sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := first.Shutdown(sctx); err != nil {
+		t.Fatal(err)
+	}
+	testapp.Start(t, c) // stopped by the test's cleanup
+}
+
 func TestAdminTokenFromEnvironment(t *testing.T) {
 	c := testapp.Config(t, "")
 	c.AdminToken = "my-chosen-admin-token"

@@ -49,6 +49,14 @@ type Options struct {
 	// commits before a power loss or an OS crash may be lost; the WAL is
 	// fsynced at checkpoints.
 	SyncFull bool
+	// Exclusive holds the database for this store alone while it is open
+	// (its lock file, lockDatabase): opened Exclusive again, by this
+	// process or another, it fails. A server's store: where one server
+	// runs per database file, every write that may change what a turn
+	// starts with goes through its store, which then tells a start still
+	// holds without reading it (sqlstore.Dialect.LocalWrites). Other
+	// processes (parley token create) open it without, and write tokens.
+	Exclusive bool
 }
 
 // OpenWith is Open with Options.
@@ -62,6 +70,19 @@ func openAt(ctx context.Context, path string, o Options, version int) (store.DB,
 	if path == "" || path == ":memory:" || strings.Contains(path, "?") {
 		return nil, fmt.Errorf("sqlite: need a plain file path, got %q", path)
 	}
+	unlock := func() {}
+	if o.Exclusive {
+		var err error
+		if unlock, err = lockDatabase(path); err != nil {
+			return nil, err
+		}
+	}
+	opened := false
+	defer func() {
+		if !opened {
+			unlock()
+		}
+	}()
 	q := url.Values{}
 	q.Set("_busy_timeout", "30000")
 	q.Set("_journal_mode", "WAL")
@@ -102,7 +123,8 @@ func openAt(ctx context.Context, path string, o Options, version int) (store.DB,
 		db.Close()
 		return nil, fmt.Errorf("sqlite: migrate: %w", err)
 	}
-	return &DB{DB: s, ckpt: startCheckpointer(db, checkpointInterval)}, nil
+	opened = true
+	return &DB{DB: s, ckpt: startCheckpointer(db, checkpointInterval), unlock: unlock}, nil
 }
 
 // DefaultMaxConns is the default cap of the SQLite pool.
@@ -111,12 +133,15 @@ const DefaultMaxConns = 64
 // DB is the shared SQL store on SQLite, with group commit (groupcommit.go).
 type DB struct {
 	*sqlstore.DB
-	ckpt *checkpointer
+	ckpt   *checkpointer
+	unlock func() // Options.Exclusive's lock
 }
 
-// Close stops the checkpointer, then closes the database.
+// Close stops the checkpointer, then closes the database and lets its lock
+// go.
 func (db *DB) Close() error {
 	db.ckpt.close()
+	defer db.unlock()
 	return db.DB.Close()
 }
 

@@ -293,3 +293,32 @@ func TestPinnedTx(t *testing.T) {
 		}
 	}
 }
+
+// TestExclusive: a store opened Exclusive holds its database: opened
+// Exclusive again it fails, saying so, while a store opened without
+// (parley token create) opens beside it; closed, it lets it go.
+func TestExclusive(t *testing.T) {
+	ctx := context.Background()
+	path := testdb.SQLitePath(t)
+	first, err := sqlite.OpenWith(ctx, path, sqlite.Options{Exclusive: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if second, err := sqlite.OpenWith(ctx, path, sqlite.Options{Exclusive: true}); err == nil {
+		second.Close()
+		t.Fatal("a second Exclusive store opened on the same file")
+	} else if !strings.Contains(err.Error(), "in use by another Parley server") {
+		t.Fatalf("second Exclusive open: %v", err)
+	}
+	beside, err := sqlite.Open(ctx, path)
+	if err != nil {
+		t.Fatalf("a store without Exclusive beside it: %v", err)
+	}
+	beside.Close()
+	first.Close()
+	again, err := sqlite.OpenWith(ctx, path, sqlite.Options{Exclusive: true})
+	if err != nil {
+		t.Fatalf("Exclusive once the first closed: %v", err)
+	}
+	again.Close()
+}

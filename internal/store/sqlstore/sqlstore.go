@@ -54,10 +54,12 @@ type Dialect struct {
 	// binding it (limitClause): SQLite parses a statement with a bound
 	// LIMIT again at every run.
 	LiteralLimits bool
-	// LocalWrites says every write to the database goes through this
-	// process's store (SQLite: one server per database file), so that a
-	// start read while no write that may change it ran holds until one
-	// begins (startmark.go), with no read to tell.
+	// LocalWrites says every write that may change what a turn starts
+	// with goes through this process's store (SQLite: the server holds its
+	// database file alone, sqlite.Options.Exclusive; parley token create
+	// writes accounts and tokens only), so that a start read while no such
+	// write ran holds until one begins (startmark.go), with no read to
+	// tell.
 	LocalWrites bool
 	// CTEWrites says data-modifying statements may appear in WITH (one
 	// round trip for several writes); PostgreSQL has them, SQLite not.

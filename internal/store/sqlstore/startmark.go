@@ -17,9 +17,9 @@ import (
 // (States.RequireTurnStart): on SQLite a read of the user, the
 // conversation, three states and the handoffs on the group commit's single
 // writer, 5.4 % of the server's CPU in the closed loop. Where every write
-// to the database goes through this process (Dialect.LocalWrites: SQLite,
-// one server per database file), the store counts the writes that may
-// change a start instead, and a start read while none was running holds as
+// that may change a start goes through this process (Dialect.LocalWrites:
+// SQLite, whose server holds its database file alone), the store counts
+// those writes instead, and a start read while none was running holds as
 // long as none began since: no read at all.
 
 // startChanges counts, in one word, the writes that may change what a turn
