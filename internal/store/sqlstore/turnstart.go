@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"maps"
+	"strings"
+	"sync/atomic"
 
 	"github.com/parley-bots/parley/internal/model"
 	"github.com/parley-bots/parley/internal/store"
@@ -202,50 +204,98 @@ func (r states) RequireTurnStart(ctx context.Context, botID, userID, conversatio
 		// no better there (parley-bench, side by side).
 		return r.holdsStart(ctx, botID, userID, conversationID, start)
 	}
-	q := `SELECT 1 FROM conversations c LEFT JOIN chat_users u ON u.bot_id = c.bot_id AND u.id = ?
+	// The statement's text depends only on which of the start's parts are
+	// missing or empty (its shape), so it is built once per shape: built
+	// at every call it was a tenth of the bytes the server allocated in
+	// PostgreSQL's closed loop.
+	shape := startShape(start)
+	q := startChecks[shape].Load()
+	b := startCheck{text: q == nil, args: make([]any, 0, 20)}
+	b.add(`SELECT 1 FROM conversations c LEFT JOIN chat_users u ON u.bot_id = c.bot_id AND u.id = ?
 		WHERE c.bot_id = ? AND c.id = ?
-		AND NOT EXISTS (SELECT 1 FROM handoffs WHERE bot_id = c.bot_id AND conversation_id = c.id)`
-	args := []any{userID, botID, conversationID}
+		AND NOT EXISTS (SELECT 1 FROM handoffs WHERE bot_id = c.bot_id AND conversation_id = c.id)`, userID, botID, conversationID)
 	tags := func(col string, m map[string]string) error {
 		if len(m) == 0 {
-			q += ` AND ` + col + ` IN ('', '{}', 'null')`
+			b.add(` AND ` + col + ` IN ('', '{}', 'null')`)
 			return nil
 		}
 		text, err := tagsText(m)
-		q += ` AND ` + col + ` = ?`
-		args = append(args, text)
+		b.add(` AND `+col+` = ?`, text)
 		return err
 	}
 	if u := start.User; u == nil {
-		q += ` AND u.id IS NULL`
+		b.add(` AND u.id IS NULL`)
 	} else {
-		q += ` AND u.id IS NOT NULL AND u.name = ? AND u.picture_url = ? AND u.profile = ? AND u.created_at = ? AND u.updated_at = ?`
-		args = append(args, u.Name, u.PictureURL, u.Profile, ms(u.CreatedAt), ms(u.UpdatedAt))
+		b.add(` AND u.id IS NOT NULL AND u.name = ? AND u.picture_url = ? AND u.profile = ? AND u.created_at = ? AND u.updated_at = ?`,
+			u.Name, u.PictureURL, u.Profile, ms(u.CreatedAt), ms(u.UpdatedAt))
 		if err := tags("u.tags", u.Tags); err != nil {
 			return err
 		}
 	}
 	if c := start.Conversation; c != nil { // else the conversation is gone, and so is this row
-		q += ` AND c.owner_id = ? AND c.integration = ? AND c.channel = ? AND c.created_at = ? AND c.updated_at = ?`
-		args = append(args, c.OwnerID, c.Integration, c.Channel, ms(c.CreatedAt), ms(c.UpdatedAt))
+		b.add(` AND c.owner_id = ? AND c.integration = ? AND c.channel = ? AND c.created_at = ? AND c.updated_at = ?`,
+			c.OwnerID, c.Integration, c.Channel, ms(c.CreatedAt), ms(c.UpdatedAt))
 		if err := tags("c.tags", c.Tags); err != nil {
 			return err
 		}
 	}
-	for _, st := range []struct {
+	for _, st := range [...]struct {
 		scope, owner string
 		data         json.RawMessage
 	}{{store.ScopeUser, userID, start.UserState}, {store.ScopeConversation, conversationID, start.ConvState}, {store.ScopeBot, botID, start.BotState}} {
 		const state = `(SELECT data FROM states WHERE bot_id = c.bot_id AND scope = ? AND owner_id = ?)`
 		if st.data == nil {
-			q += ` AND ` + state + ` IS NULL`
-			args = append(args, st.scope, st.owner)
+			b.add(` AND `+state+` IS NULL`, st.scope, st.owner)
 		} else {
-			q += ` AND ` + state + ` = ?`
-			args = append(args, st.scope, st.owner, string(st.data))
+			b.add(` AND `+state+` = ?`, st.scope, st.owner, string(st.data))
 		}
 	}
-	return r.s.require(ctx, store.ErrStartChanged, "turn", `EXISTS (`+q+`)`, args...)
+	if q == nil {
+		text := `SELECT 1 / ` + asInt(`EXISTS (`+b.q.String()+`)`)
+		startChecks[shape].Store(&text)
+		q = &text
+	}
+	_, err := r.s.exec(store.WithRequiredRow(ctx, store.ErrStartChanged), *q, b.args...)
+	return r.s.fail(err, "turn")
+}
+
+// startShape tells which of a start's parts are missing or empty: the
+// user, its tags, the conversation, its tags, the three states.
+func startShape(st store.TurnStart) uint8 {
+	var shape uint8
+	set := func(bit int, missing bool) {
+		if missing {
+			shape |= 1 << bit
+		}
+	}
+	set(0, st.User == nil)
+	set(1, st.User != nil && len(st.User.Tags) == 0)
+	set(2, st.Conversation == nil)
+	set(3, st.Conversation != nil && len(st.Conversation.Tags) == 0)
+	set(4, st.UserState == nil)
+	set(5, st.ConvState == nil)
+	set(6, st.BotState == nil)
+	return shape
+}
+
+// startChecks are RequireTurnStart's pipelined statements, by shape: which
+// of the user, its tags, the conversation, its tags and the three states
+// are missing or empty.
+var startChecks [1 << 7]atomic.Pointer[string]
+
+// startCheck builds RequireTurnStart's statement: its text, and its
+// arguments in the order of their placeholders.
+type startCheck struct {
+	text bool // build the text too: its shape's is not cached yet
+	q    strings.Builder
+	args []any
+}
+
+func (b *startCheck) add(text string, args ...any) {
+	if b.text {
+		b.q.WriteString(text)
+	}
+	b.args = append(b.args, args...)
 }
 
 // holdsStart is RequireTurnStart answered before the COMMIT: the columns
