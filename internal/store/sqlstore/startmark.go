@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/parley-bots/parley/internal/store"
 )
@@ -191,28 +192,24 @@ func startSum(botID, userID, conversationID string, start *store.TurnStart) uint
 		num(int64(len(m)))
 		num(int64(sum))
 	}
+	// row hashes a user's or a conversation's columns, as GetTurn reads them.
+	row := func(kind byte, cols [4]string, created, updated time.Time, m map[string]string) {
+		h.WriteByte(kind)
+		for _, v := range cols {
+			str(v)
+		}
+		num(ms(created))
+		num(ms(updated))
+		tags(m)
+	}
 	str(botID)
 	str(userID)
 	str(conversationID)
 	if u := start.User; u != nil {
-		h.WriteByte(1)
-		str(u.ID)
-		str(u.Name)
-		str(u.PictureURL)
-		str(u.Profile)
-		num(ms(u.CreatedAt))
-		num(ms(u.UpdatedAt))
-		tags(u.Tags)
+		row(1, [4]string{u.ID, u.Name, u.PictureURL, u.Profile}, u.CreatedAt, u.UpdatedAt, u.Tags)
 	}
 	if c := start.Conversation; c != nil {
-		h.WriteByte(2)
-		str(c.ID)
-		str(c.OwnerID)
-		str(c.Integration)
-		str(c.Channel)
-		num(ms(c.CreatedAt))
-		num(ms(c.UpdatedAt))
-		tags(c.Tags)
+		row(2, [4]string{c.ID, c.OwnerID, c.Integration, c.Channel}, c.CreatedAt, c.UpdatedAt, c.Tags)
 	}
 	for i, st := range [...][]byte{start.UserState, start.ConvState, start.BotState} {
 		if st != nil {
