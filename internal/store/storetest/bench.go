@@ -62,24 +62,40 @@ func alternating(b *testing.B, ids []string, op func(id string)) {
 
 // BenchTurnStartCheck measures States.RequireTurnStart of a start that
 // holds (a fold's check of the start its conversation's last turn left,
-// in every folded message's commit), alternating two conversations.
+// in every folded message's commit), alternating two conversations, with
+// the starts read by GetTurn (a store reads them to check them) and as a
+// fold reads them (GetIdleTurn: a store that counts what may change a
+// start tells they hold without a read).
 func BenchTurnStartCheck(b *testing.B, db store.DB) {
 	ctx, bot, must := benchBot(b, db)
 	chat := db.Chat()
-	starts := map[string]store.TurnStart{}
+	read, idle := map[string]store.TurnStart{}, map[string]store.TurnStart{}
 	for _, id := range []string{"a", "b"} {
 		must(chat.CreateUser(ctx, &model.ChatUser{BotID: bot.ID, ID: id, Name: "user", Tags: map[string]string{"k": "v"}}))
 		must(chat.CreateConversation(ctx, &model.Conversation{BotID: bot.ID, ID: id, OwnerID: id, CreatedAt: at(0)}))
 		must(db.States().Put(ctx, bot.ID, store.ScopeConversation, id, json.RawMessage(`{"n":2}`)))
 		start, err := db.States().GetTurn(ctx, bot.ID, id, id)
 		must(err)
-		starts[id] = start
+		read[id] = start
 	}
-	alternating(b, []string{"a", "b"}, func(id string) {
-		if err := db.States().RequireTurnStart(ctx, bot.ID, id, id, starts[id]); err != nil {
-			b.Fatalf("RequireTurnStart: %v", err)
-		}
-	})
+	for _, id := range []string{"a", "b"} { // once nothing is written any more
+		it, err := db.States().GetIdleTurn(ctx, bot.ID, id, id)
+		must(err)
+		idle[id] = it.Start
+	}
+	for _, bc := range []struct {
+		name   string
+		starts map[string]store.TurnStart
+	}{{"read", read}, {"idle", idle}} {
+		starts := bc.starts
+		b.Run(bc.name, func(b *testing.B) {
+			alternating(b, []string{"a", "b"}, func(id string) {
+				if err := db.States().RequireTurnStart(ctx, bot.ID, id, id, starts[id]); err != nil {
+					b.Fatalf("RequireTurnStart: %v", err)
+				}
+			})
+		})
+	}
 }
 
 // benchBot creates a bot to benchmark with, and a check that fails the
