@@ -214,13 +214,15 @@ func (r states) RequireTurnStart(ctx context.Context, botID, userID, conversatio
 	b.add(`SELECT 1 FROM conversations c LEFT JOIN chat_users u ON u.bot_id = c.bot_id AND u.id = ?
 		WHERE c.bot_id = ? AND c.id = ?
 		AND NOT EXISTS (SELECT 1 FROM handoffs WHERE bot_id = c.bot_id AND conversation_id = c.id)`, userID, botID, conversationID)
-	tags := func(col string, m map[string]string) error {
+	// tags adds a tags column's condition: empty (any empty encoding), or
+	// as tagsText writes m.
+	tags := func(empty, equal string, m map[string]string) error {
 		if len(m) == 0 {
-			b.add(` AND ` + col + ` IN ('', '{}', 'null')`)
+			b.add(empty)
 			return nil
 		}
 		text, err := tagsText(m)
-		b.add(` AND `+col+` = ?`, text)
+		b.add(equal, text)
 		return err
 	}
 	if u := start.User; u == nil {
@@ -228,14 +230,14 @@ func (r states) RequireTurnStart(ctx context.Context, botID, userID, conversatio
 	} else {
 		b.add(` AND u.id IS NOT NULL AND u.name = ? AND u.picture_url = ? AND u.profile = ? AND u.created_at = ? AND u.updated_at = ?`,
 			u.Name, u.PictureURL, u.Profile, ms(u.CreatedAt), ms(u.UpdatedAt))
-		if err := tags("u.tags", u.Tags); err != nil {
+		if err := tags(` AND u.tags IN ('', '{}', 'null')`, ` AND u.tags = ?`, u.Tags); err != nil {
 			return err
 		}
 	}
 	if c := start.Conversation; c != nil { // else the conversation is gone, and so is this row
 		b.add(` AND c.owner_id = ? AND c.integration = ? AND c.channel = ? AND c.created_at = ? AND c.updated_at = ?`,
 			c.OwnerID, c.Integration, c.Channel, ms(c.CreatedAt), ms(c.UpdatedAt))
-		if err := tags("c.tags", c.Tags); err != nil {
+		if err := tags(` AND c.tags IN ('', '{}', 'null')`, ` AND c.tags = ?`, c.Tags); err != nil {
 			return err
 		}
 	}
