@@ -55,7 +55,8 @@ type Options struct {
 	// runs per database file, every write that may change what a turn
 	// starts with goes through its store, which then tells a start still
 	// holds without reading it (sqlstore.Dialect.LocalWrites). Other
-	// processes (parley token create) open it without, and write tokens.
+	// processes (parley token create) open it without, and write accounts
+	// and tokens only.
 	Exclusive bool
 }
 
