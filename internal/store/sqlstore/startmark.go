@@ -37,6 +37,9 @@ type startChanges struct {
 	// set of shapes; past maxKinds, they are looked at every time).
 	kinds  sync.Map // query -> bool
 	nkinds atomic.Int32
+	// unended is set once a change ran whose end the store cannot see
+	// (changing's rows): no start is marked from then on.
+	unended atomic.Bool
 }
 
 const (
@@ -57,7 +60,7 @@ func (c *startChanges) end()   { c.v.Add(^uint64(0)) } // running - 1
 // mark is the count to read a start against: 0 (none) while a write that
 // may change it is running.
 func (c *startChanges) mark() uint64 {
-	if v := c.v.Load(); v&runningMask == 0 {
+	if v := c.v.Load(); v&runningMask == 0 && !c.unended.Load() {
 		return v
 	}
 	return 0
@@ -65,7 +68,9 @@ func (c *startChanges) mark() uint64 {
 
 // unchangedSince tells that no write that may change a start began since
 // mark was taken, and none is running.
-func (c *startChanges) unchangedSince(mark uint64) bool { return mark != 0 && c.v.Load() == mark }
+func (c *startChanges) unchangedSince(mark uint64) bool {
+	return mark != 0 && c.v.Load() == mark && !c.unended.Load()
+}
 
 // changes tells whether q may change what a turn starts with.
 func (c *startChanges) changes(q string) bool {
@@ -117,9 +122,9 @@ func onlyCounters(set string) bool {
 // changing is called before s runs q: a statement that may change a start
 // begins a change, which ends with its transaction (endChanges) or, outside
 // one, when done is called once the statement ran. A query's rows may
-// still be running when it returns, so a change read as rows outside a
-// transaction never ends: starts are then read without marks (checked by
-// reading them), the safe side.
+// still be running when it returns, so after a change read as rows outside
+// a transaction no start is marked any more (each is checked by reading
+// it), the safe side.
 func (s *Store) changing(q string, rows bool) (done func()) {
 	c := s.e.changes
 	if c == nil || !c.changes(q) {
@@ -132,10 +137,11 @@ func (s *Store) changing(q string, rows bool) (done func()) {
 		}
 		return nothing
 	}
-	c.begin()
 	if rows {
+		c.unended.Store(true)
 		return nothing
 	}
+	c.begin()
 	return c.end
 }
 

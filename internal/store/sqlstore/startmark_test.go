@@ -167,13 +167,17 @@ func TestStartHoldsUnread(t *testing.T) {
 		t.Fatal("a message moved the count of start changes")
 	}
 	// A change read as rows outside a transaction may end after the call:
-	// the store reads every start from then on.
+	// the store reads every start from then on, those marked before too.
+	before := idle()
 	var name string
 	if err := db.queryRow(ctx, `UPDATE chat_users SET name = 'rows' WHERE bot_id = ? AND id = 'u1' RETURNING name`, bot).Scan(&name); err != nil {
 		t.Fatal(err)
 	}
 	if it, err := db.States().GetIdleTurn(ctx, bot, "u1", "c1"); err != nil || it.Start.Mark.Changes != 0 {
 		t.Fatalf("after a change read as rows: mark %+v, err %v", it.Start.Mark, err)
+	}
+	if db.holdsUnread(bot, "u1", "c1", &before) {
+		t.Fatal("a start marked before a change read as rows holds unread")
 	}
 }
 
