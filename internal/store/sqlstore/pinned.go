@@ -43,7 +43,7 @@ func (db *DB) InPinnedTx(ctx context.Context, fn func(tx store.Store) error) (er
 		return db.inPinnedSQLTx(ctx, fn)
 	}
 	st := &Store{e: e, q: e.pinned, inTx: true, pinned: true, nocache: db.nocache}
-	defer st.endChanges() // after the COMMIT or ROLLBACK below
+	defer e.changes.txEnded(st) // after the COMMIT or ROLLBACK below
 	if _, err := st.exec(ctx, e.d.PinnedBegin); err != nil {
 		// A broken connection: drop it, the next call opens another.
 		e.dropPinned(true)
@@ -88,7 +88,7 @@ func (db *DB) inPinnedSQLTx(ctx context.Context, fn func(tx store.Store) error) 
 		}
 	}()
 	st := &Store{e: e, q: tx, tx_: tx, inTx: true, nocache: db.nocache}
-	defer st.endChanges()
+	defer e.changes.txEnded(st)
 	if err := fn(st); err != nil {
 		_ = tx.Rollback()
 		return err

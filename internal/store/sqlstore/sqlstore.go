@@ -130,7 +130,7 @@ type Store struct {
 	// nocache runs queries unprepared (migrations: DDL, run once).
 	nocache bool
 	// changeOpen is set in a transaction that ran a statement that may
-	// change a turn's start, until it ends (endChanges).
+	// change a turn's start, until it ends (startChanges.txEnded).
 	changeOpen bool
 }
 
@@ -218,7 +218,7 @@ func (s *Store) InTx(ctx context.Context, fn func(tx store.Store) error) (err er
 		}
 	}()
 	st := &Store{e: s.e, q: tx, tx_: tx, inTx: true, nocache: s.nocache}
-	defer st.endChanges()
+	defer s.e.changes.txEnded(st)
 	if err := fn(st); err != nil {
 		_ = tx.Rollback()
 		return err
@@ -328,7 +328,7 @@ func (e *engine) prepare(ctx context.Context, q string) (any, bool) {
 }
 
 func (s *Store) exec(ctx context.Context, q string, args ...any) (sql.Result, error) {
-	defer s.changing(q, false)()
+	defer s.e.changes.statement(s, q, false)()
 	q = s.bind(q)
 	if st := s.stmt(ctx, q); st != nil {
 		return st.ExecContext(ctx, args...)
@@ -337,7 +337,7 @@ func (s *Store) exec(ctx context.Context, q string, args ...any) (sql.Result, er
 }
 
 func (s *Store) query(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
-	s.changing(q, true)
+	s.e.changes.statement(s, q, true)
 	q = s.bind(q)
 	if st := s.stmt(ctx, q); st != nil {
 		return st.QueryContext(ctx, args...)
@@ -346,7 +346,7 @@ func (s *Store) query(ctx context.Context, q string, args ...any) (*sql.Rows, er
 }
 
 func (s *Store) queryRow(ctx context.Context, q string, args ...any) *sql.Row {
-	s.changing(q, true)
+	s.e.changes.statement(s, q, true)
 	q = s.bind(q)
 	if st := s.stmt(ctx, q); st != nil {
 		return st.QueryRowContext(ctx, args...)

@@ -38,7 +38,7 @@ type startChanges struct {
 	kinds  sync.Map // query -> bool
 	nkinds atomic.Int32
 	// unended is set once a change ran whose end the store cannot see
-	// (changing's rows): no start is marked from then on.
+	// (statement's rows): no start is marked from then on.
 	unended atomic.Bool
 }
 
@@ -119,14 +119,17 @@ func onlyCounters(set string) bool {
 	return true
 }
 
-// changing is called before s runs q: a statement that may change a start
-// begins a change, which ends with its transaction (endChanges) or, outside
+// The store's side: its statements, its transactions' ends, its reads of
+// a start and its checks. Methods of startChanges, not of Store (which
+// has enough), each a no-op on a nil one (an engine without LocalWrites).
+
+// statement is called before s runs q: a statement that may change a start
+// begins a change, which ends with its transaction (txEnded) or, outside
 // one, when done is called once the statement ran. A query's rows may
 // still be running when it returns, so after a change read as rows outside
 // a transaction no start is marked any more (each is checked by reading
 // it), the safe side.
-func (s *Store) changing(q string, rows bool) (done func()) {
-	c := s.e.changes
+func (c *startChanges) statement(s *Store, q string, rows bool) (done func()) {
 	if c == nil || !c.changes(q) {
 		return nothing
 	}
@@ -147,23 +150,23 @@ func (s *Store) changing(q string, rows bool) (done func()) {
 
 func nothing() {}
 
-// endChanges ends the change s's transaction began, once it committed or
+// txEnded ends the change s's transaction began, once it committed or
 // rolled back.
-func (s *Store) endChanges() {
-	if s.changeOpen {
+func (c *startChanges) txEnded(s *Store) {
+	if c != nil && s.changeOpen {
 		s.changeOpen = false
-		s.e.changes.end()
+		c.end()
 	}
 }
 
-// startMark is the mark to read a start against, taken before the read: 0
+// markFor is the mark s reads a start against, taken before the read: 0
 // in a transaction (whose snapshot may be older than the mark) or where
 // writes do not all go through this process.
-func (s *Store) startMark() uint64 {
-	if s.e.changes == nil || s.inTx {
+func (c *startChanges) markFor(s *Store) uint64 {
+	if c == nil || s.inTx {
 		return 0
 	}
-	return s.e.changes.mark()
+	return c.mark()
 }
 
 // marked gives start the mark taken before it was read, with its sum.
@@ -177,8 +180,7 @@ func marked(mark uint64, botID, userID, conversationID string, start *store.Turn
 // this store with no write that may change it since, and is as read (its
 // sum: a start changed since, such as the states a turn wrote into the one
 // it keeps, is checked by reading).
-func (s *Store) holdsUnread(botID, userID, conversationID string, start *store.TurnStart) bool {
-	c := s.e.changes
+func (c *startChanges) holdsUnread(botID, userID, conversationID string, start *store.TurnStart) bool {
 	return c != nil && c.unchangedSince(start.Mark.Changes) && start.Mark.Sum == startSum(botID, userID, conversationID, start)
 }
 

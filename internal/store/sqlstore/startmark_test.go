@@ -176,7 +176,7 @@ func TestStartHoldsUnread(t *testing.T) {
 	if it, err := db.States().GetIdleTurn(ctx, bot, "u1", "c1"); err != nil || it.Start.Mark.Changes != 0 {
 		t.Fatalf("after a change read as rows: mark %+v, err %v", it.Start.Mark, err)
 	}
-	if db.holdsUnread(bot, "u1", "c1", &before) {
+	if db.e.changes.holdsUnread(bot, "u1", "c1", &before) {
 		t.Fatal("a start marked before a change read as rows holds unread")
 	}
 }

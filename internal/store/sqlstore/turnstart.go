@@ -66,7 +66,7 @@ func (r states) GetIdleTurn(ctx context.Context, botID, userID, conversationID s
 	var st turnStartCols
 	var seq int64
 	var pending, handoff bool
-	mark := r.s.startMark()
+	mark := r.s.e.changes.markFor(r.s)
 	err := r.s.queryRow(ctx, `SELECT `+convStartSelect+`, c.turn_seq,
 		EXISTS (SELECT 1 FROM turns WHERE bot_id = c.bot_id AND conversation_id = c.id),
 		EXISTS (SELECT 1 FROM handoffs WHERE bot_id = c.bot_id AND conversation_id = c.id)
@@ -195,7 +195,7 @@ func turnConversation(botID, id, owner, integration, channel, tags string, creat
 // written, an empty set as any empty encoding), with no answer needed
 // before the COMMIT.
 func (r states) RequireTurnStart(ctx context.Context, botID, userID, conversationID string, start store.TurnStart) error {
-	if r.s.holdsUnread(botID, userID, conversationID, &start) {
+	if r.s.e.changes.holdsUnread(botID, userID, conversationID, &start) {
 		return nil
 	}
 	if !r.s.deferRows(ctx) {
