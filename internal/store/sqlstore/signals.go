@@ -54,7 +54,7 @@ func (r signals) AppendSignal(ctx context.Context, sg *model.Signal) error {
 		args := []any{sg.BotID, sg.ConversationID, sg.Type, rawText(sg.Data), ms(sg.CreatedAt)}
 		if s.deferRows(ctx) { // sg.Seq is filled in when the statement ran
 			_, err := s.exec(store.WithReturnedRow(store.WithRequiredRow(ctx, model.NotFound("conversation")), &sg.Seq, new(int64)),
-				bump+` SELECT c.last_seq, 1 / `+asInt(`c.id IS NOT NULL`)+` FROM (VALUES (1)) v LEFT JOIN c ON true`, args...)
+				bump+requiredFrom("c", "id", "last_seq"), args...)
 			return s.fail(err, "conversation")
 		}
 		if s.e.d.CTEWrites { // one statement instead of two
@@ -88,7 +88,7 @@ func (r signals) appendDeferredAhead(ctx context.Context, sg *model.Signal, a *s
 	_, err := r.s.exec(store.WithReturnedRow(store.WithRequiredRow(ctx, model.NotFound("conversation")), &sg.Seq, new(int64)),
 		`WITH sg AS (INSERT INTO signals (bot_id, conversation_id, seq, type, data, created_at)
 			SELECT bot_id, id, last_seq - ?, ?, ?, ? FROM conversations WHERE bot_id = ? AND id = ? RETURNING seq)
-		SELECT sg.seq, 1 / `+asInt(`sg.seq IS NOT NULL`)+` FROM (VALUES (1)) v LEFT JOIN sg ON true`,
+		`+requiredFrom("sg", "seq", "seq"),
 		a.Deferred, sg.Type, rawText(sg.Data), ms(sg.CreatedAt), sg.BotID, sg.ConversationID)
 	return r.s.fail(err, "signal")
 }
@@ -176,7 +176,7 @@ func deferSignalTurn(ctx context.Context, s *Store, cte string, sg *model.Signal
 		tdest = new(int64)
 	}
 	_, err := s.exec(store.WithReturnedRow(store.WithRequiredRow(ctx, model.NotFound("conversation")), &sg.Seq, tdest, new(int64)),
-		cte+` SELECT c.last_seq, c.turn_seq, 1 / `+asInt(`c.id IS NOT NULL`)+` FROM (VALUES (1)) v LEFT JOIN c ON true`, args...)
+		cte+requiredFrom("c", "id", "last_seq", "turn_seq"), args...)
 	return s.fail(err, "conversation")
 }
 
@@ -399,6 +399,18 @@ func (r signals) CompleteTurn(ctx context.Context, botID, conversationID string,
 	}
 	_, err := r.s.exec(ctx, `DELETE FROM turns WHERE bot_id = ? AND conversation_id = ? AND seq = ?`, botID, conversationID, seq)
 	return r.s.fail(err, "turn")
+}
+
+// requiredFrom is the SELECT that ends a pipelined write whose WITH query
+// cte must give one row: its cols, then a division by zero unless the row
+// is there (key not null; store.WithRequiredRow). The row is read from
+// (VALUES (1)) v LEFT JOIN cte, not by a scalar subquery per column.
+func requiredFrom(cte, key string, cols ...string) string {
+	q := ` SELECT `
+	for _, c := range cols {
+		q += cte + `.` + c + `, `
+	}
+	return q + `1 / ` + asInt(cte+`.`+key+` IS NOT NULL`) + ` FROM (VALUES (1)) v LEFT JOIN ` + cte + ` ON true`
 }
 
 // RequireLastTurn fails with store.ErrTurnBetween unless the
