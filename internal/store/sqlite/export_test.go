@@ -11,3 +11,9 @@ import (
 func OpenAt(ctx context.Context, path string, version int) (store.DB, error) {
 	return openAt(ctx, path, Options{}, version)
 }
+
+// OpenPlain opens the store at path through SQLite's default VFS, without
+// walVFS's gathered WAL writes.
+func OpenPlain(ctx context.Context, path string) (store.DB, error) {
+	return OpenWith(ctx, path, Options{plainVFS: true})
+}

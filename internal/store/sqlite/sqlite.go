@@ -58,6 +58,10 @@ type Options struct {
 	// processes (parley token create) open it without, and write accounts
 	// and tokens only.
 	Exclusive bool
+
+	// plainVFS opens the file through SQLite's default VFS instead of
+	// walVFS (tests that compare the two).
+	plainVFS bool
 }
 
 // OpenWith is Open with Options.
@@ -93,6 +97,13 @@ func openAt(ctx context.Context, path string, o Options, version int) (store.DB,
 		q.Set("_synchronous", "FULL")
 	}
 	q.Set("_txlock", "immediate")
+	// walVFS writes a commit's WAL frames in one write (walvfs.go).
+	if !o.plainVFS {
+		if err := registerWALVFS(); err != nil {
+			return nil, err
+		}
+		q.Set("vfs", walVFSName)
+	}
 	// The background checkpointer (checkpoint.go) does the usual work;
 	// SQLite's own checkpoint is the backstop.
 	q.Add("_pragma", "wal_autocheckpoint("+strconv.Itoa(autocheckpointBackstop)+")")
