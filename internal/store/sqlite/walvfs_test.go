@@ -93,6 +93,9 @@ func TestWALWritesGathered(t *testing.T) {
 		min, max int
 	}{
 		{"walVFS", func(ctx context.Context, path string) (store.DB, error) { return sqlite.Open(ctx, path) }, 1, 12},
+		{"walVFS, sync full", func(ctx context.Context, path string) (store.DB, error) {
+			return sqlite.OpenWith(ctx, path, sqlite.Options{SyncFull: true})
+		}, 1, 12},
 		{"default VFS", sqlite.OpenPlain, 200, 1 << 20},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -109,6 +112,7 @@ func TestWALWritesGathered(t *testing.T) {
 			before := writeCalls(t)
 			commitRows(t, s, 0, rows, size)
 			writes := writeCalls(t) - before
+			t.Logf("a commit of %d KB: %d write calls", rows*size/1000, writes)
 			if writes < tc.min || writes > tc.max {
 				t.Errorf("a commit of %d KB made %d write calls, want %d to %d", rows*size/1000, writes, tc.min, tc.max)
 			}
