@@ -96,7 +96,7 @@ func TestWALWritesGathered(t *testing.T) {
 		{"walVFS, sync full", func(ctx context.Context, path string) (store.DB, error) {
 			return sqlite.OpenWith(ctx, path, sqlite.Options{SyncFull: true})
 		}, 1, 12},
-		{"default VFS", sqlite.OpenPlain, 200, 1 << 20},
+		{"default VFS", sqlite.OpenPlain, 150, 1 << 20}, // two a page
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			db, err := tc.open(t.Context(), testdb.SQLitePath(t))
