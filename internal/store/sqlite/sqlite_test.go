@@ -47,10 +47,10 @@ func TestUpgradeTurnTables(t *testing.T) {
 }
 
 // TestUpgradeMessageIndex: migration 0017's index of a conversation's
-// messages, keyed (conversation_id, bot_id, created_at), lists what schema
-// 16 stored as before (storetest.UpgradeMessageIndex), the reads of a
+// messages, keyed (conversation_id, created_at), lists what schema 16
+// stored as before (storetest.UpgradeMessageIndex), and the reads of a
 // conversation's messages search it rather than scan the table or the
-// bot's messages, and a count reads the index alone.
+// bot's messages.
 func TestUpgradeMessageIndex(t *testing.T) {
 	path := testdb.SQLitePath(t)
 	storetest.UpgradeMessageIndex(t, func(version int) store.DB {
@@ -79,18 +79,15 @@ func TestUpgradeMessageIndex(t *testing.T) {
 		cols = append(cols, c)
 	}
 	rows.Close()
-	if strings.Join(cols, ",") != "conversation_id,bot_id,created_at" {
-		t.Errorf("messages_conversation's columns = %v, want conversation_id, bot_id, created_at", cols)
+	if strings.Join(cols, ",") != "conversation_id,created_at" {
+		t.Errorf("messages_conversation's columns = %v, want conversation_id, created_at", cols)
 	}
-	// The shapes sqlstore's list and count give these reads, and the plan
-	// each must have.
-	const search, covering = "SEARCH messages USING INDEX messages_conversation (conversation_id=? AND bot_id=?",
-		"SEARCH messages USING COVERING INDEX messages_conversation (conversation_id=? AND bot_id=?)"
-	for read, want := range map[string]string{
-		`SELECT id FROM messages WHERE bot_id = ? AND conversation_id = ? ORDER BY created_at DESC, id DESC LIMIT 21`:                               search,
-		`SELECT id FROM messages WHERE bot_id = ? AND conversation_id = ? AND (created_at, id) < (?, ?) ORDER BY created_at DESC, id DESC LIMIT 21`: search,
-		`SELECT COUNT(*) FROM messages WHERE bot_id = ? AND conversation_id = ?`:                                                                    covering,
-		`DELETE FROM messages WHERE bot_id = ? AND conversation_id = ?`:                                                                             covering,
+	// The shapes sqlstore's list and count give these reads.
+	for _, read := range []string{
+		`SELECT id FROM messages WHERE bot_id = ? AND conversation_id = ? ORDER BY created_at DESC, id DESC LIMIT 21`,
+		`SELECT id FROM messages WHERE bot_id = ? AND conversation_id = ? AND (created_at, id) < (?, ?) ORDER BY created_at DESC, id DESC LIMIT 21`,
+		`SELECT COUNT(*) FROM messages WHERE bot_id = ? AND conversation_id = ?`,
+		`DELETE FROM messages WHERE bot_id = ? AND conversation_id = ?`,
 	} {
 		rows, err := q.QueryContext(t.Context(), `EXPLAIN QUERY PLAN `+read, "b", "c", 1, "m")
 		if err != nil {
@@ -106,8 +103,8 @@ func TestUpgradeMessageIndex(t *testing.T) {
 			plan = append(plan, detail)
 		}
 		rows.Close()
-		if len(plan) == 0 || !strings.HasPrefix(plan[0], want) {
-			t.Errorf("%s: plan %q, want %q", read, plan, want)
+		if len(plan) == 0 || !strings.HasPrefix(plan[0], "SEARCH messages USING INDEX messages_conversation (conversation_id=?") {
+			t.Errorf("%s: plan %q, want a search of messages_conversation", read, plan)
 		}
 	}
 }

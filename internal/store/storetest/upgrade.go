@@ -98,8 +98,7 @@ func UpgradeTurnTables(t *testing.T, open func(version int) store.DB) {
 }
 
 // UpgradeMessageIndex checks migration 0017 (SQLite's index of a
-// conversation's messages keyed by conversation, bot and time, without the
-// message id): the
+// conversation's messages keyed without the bot and the message id): the
 // messages an older binary stored (schema 16) and those stored after the
 // upgrade list in the same order, newest first with messages of one
 // millisecond by id, page by page, through the Chat API's listing and the
