@@ -35,17 +35,6 @@ func TestUpgradeTurnTables(t *testing.T) {
 	})
 }
 
-func TestUpgradeMessageIndex(t *testing.T) {
-	u := testdb.PostgresURL(t)
-	storetest.UpgradeMessageIndex(t, func(version int) store.DB {
-		db, err := postgres.OpenAt(t.Context(), u, version)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return db
-	})
-}
-
 // TestConcurrentOpen starts several nodes on one empty schema at once: the
 // advisory lock must let exactly one apply each migration.
 func TestConcurrentOpen(t *testing.T) {

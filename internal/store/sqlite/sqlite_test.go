@@ -46,69 +46,6 @@ func TestUpgradeTurnTables(t *testing.T) {
 	}
 }
 
-// TestUpgradeMessageIndex: migration 0017's index of a conversation's
-// messages, keyed (conversation_id, created_at), lists what schema 16
-// stored as before (storetest.UpgradeMessageIndex), and the reads of a
-// conversation's messages search it rather than scan the table or the
-// bot's messages.
-func TestUpgradeMessageIndex(t *testing.T) {
-	path := testdb.SQLitePath(t)
-	storetest.UpgradeMessageIndex(t, func(version int) store.DB {
-		db, err := sqlite.OpenAt(t.Context(), path, version)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return db
-	})
-	db, err := sqlite.Open(t.Context(), path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	q := db.(*sqlite.DB).SQL()
-	var cols []string
-	rows, err := q.QueryContext(t.Context(), `SELECT name FROM pragma_index_info('messages_conversation') ORDER BY seqno`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for rows.Next() {
-		var c string
-		if err := rows.Scan(&c); err != nil {
-			t.Fatal(err)
-		}
-		cols = append(cols, c)
-	}
-	rows.Close()
-	if strings.Join(cols, ",") != "conversation_id,created_at" {
-		t.Errorf("messages_conversation's columns = %v, want conversation_id, created_at", cols)
-	}
-	// The shapes sqlstore's list and count give these reads.
-	for _, read := range []string{
-		`SELECT id FROM messages WHERE bot_id = ? AND conversation_id = ? ORDER BY created_at DESC, id DESC LIMIT 21`,
-		`SELECT id FROM messages WHERE bot_id = ? AND conversation_id = ? AND (created_at, id) < (?, ?) ORDER BY created_at DESC, id DESC LIMIT 21`,
-		`SELECT COUNT(*) FROM messages WHERE bot_id = ? AND conversation_id = ?`,
-		`DELETE FROM messages WHERE bot_id = ? AND conversation_id = ?`,
-	} {
-		rows, err := q.QueryContext(t.Context(), `EXPLAIN QUERY PLAN `+read, "b", "c", 1, "m")
-		if err != nil {
-			t.Fatal(err)
-		}
-		var plan []string
-		for rows.Next() {
-			var id, parent, unused int
-			var detail string
-			if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
-				t.Fatal(err)
-			}
-			plan = append(plan, detail)
-		}
-		rows.Close()
-		if len(plan) == 0 || !strings.HasPrefix(plan[0], "SEARCH messages USING INDEX messages_conversation (conversation_id=?") {
-			t.Errorf("%s: plan %q, want a search of messages_conversation", read, plan)
-		}
-	}
-}
-
 // TestUpgradeLeavesOrphansOut: a turn or a run whose conversation or bot
 // is gone (impossible with the foreign keys on, as Parley always opens the
 // file) is left out of migration 0015's copies instead of failing them,

@@ -1,10 +1,6 @@
 package storetest
 
 import (
-	"cmp"
-	"encoding/json"
-	"fmt"
-	"slices"
 	"testing"
 	"time"
 
@@ -95,84 +91,4 @@ func UpgradeTurnTables(t *testing.T, open func(version int) store.DB) {
 	eq(t, "pending conversations once c2 is deleted", convs, []model.ConversationRef{{BotID: f.bot.ID, ConversationID: "c1"}})
 	ok(t, db.Bots().Delete(ctx, f.ws.ID, f.bot.ID))
 	buckets("turn runs of the deleted bot")
-}
-
-// UpgradeMessageIndex checks migration 0017 (SQLite's index of a
-// conversation's messages keyed without the bot and the message id): the
-// messages an older binary stored (schema 16) and those stored after the
-// upgrade list in the same order, newest first with messages of one
-// millisecond by id, page by page, through the Chat API's listing and the
-// Runtime API's; two bots' conversations of the same id stay apart, in the
-// listings, the count and a conversation's delete. open is as
-// UpgradeTurnTables'.
-func UpgradeMessageIndex(t *testing.T, open func(version int) store.DB) {
-	ctx := t.Context()
-	old := open(16)
-	f := setup(t, old)
-	other := newBot(t, old, f.ws, nil, 1)
-	var stored []*model.Message
-	put := func(db store.DB, botID, convID, id string, ms int) {
-		t.Helper()
-		m := &model.Message{BotID: botID, ID: id, ConversationID: convID, Payload: json.RawMessage(`{"text":"` + id + `"}`),
-			Direction: model.DirectionIncoming, CreatedAt: at(ms)}
-		ok(t, db.Chat().CreateMessage(ctx, m))
-		stored = append(stored, m)
-	}
-	for _, b := range []string{f.bot.ID, other.ID} {
-		for _, c := range []string{"c", "d"} {
-			ok(t, old.Chat().CreateConversation(ctx, &model.Conversation{BotID: b, ID: c, CreatedAt: at(0)}))
-		}
-	}
-	// Three of one millisecond, stored out of their ids' order.
-	for _, m := range []struct {
-		id string
-		ms int
-	}{{"m5", 1}, {"m2", 1}, {"m7", 1}, {"m1", 2}, {"m9", 3}, {"m3", 3}} {
-		put(old, f.bot.ID, "c", m.id, m.ms)
-		put(old, other.ID, "c", "o"+m.id, m.ms)
-	}
-	put(old, f.bot.ID, "d", "d1", 2)
-	ok(t, old.Close())
-
-	db := open(sqlstore.LatestVersion())
-	t.Cleanup(func() { db.Close() })
-	put(db, f.bot.ID, "c", "m4", 3) // between m3 and m9
-	put(db, f.bot.ID, "c", "m0", 4)
-	put(db, other.ID, "c", "om8", 1)
-
-	want := func(botID, convID string) []string {
-		var ms []*model.Message
-		for _, m := range stored {
-			if m.BotID == botID && m.ConversationID == convID {
-				ms = append(ms, m)
-			}
-		}
-		slices.SortFunc(ms, func(a, b *model.Message) int {
-			return cmp.Or(b.CreatedAt.Compare(a.CreatedAt), cmp.Compare(b.ID, a.ID))
-		})
-		return ids(ms, msgID)
-	}
-	for _, c := range []struct{ bot, conv string }{{f.bot.ID, "c"}, {other.ID, "c"}, {f.bot.ID, "d"}} {
-		for _, size := range []int{1, 2, 3, 20} {
-			chat := collect(t, size, func(p store.Page) ([]*model.Message, string, error) {
-				return db.Chat().ListMessages(ctx, c.bot, c.conv, p)
-			})
-			eq(t, fmt.Sprintf("%s's messages in %s, pages of %d", c.bot, c.conv, size), ids(chat, msgID), want(c.bot, c.conv))
-			runtime := collect(t, size, func(p store.Page) ([]*model.Message, string, error) {
-				return db.Chat().ListMessagesBy(ctx, c.bot, store.MessageFilter{ConversationID: c.conv}, p)
-			})
-			eq(t, fmt.Sprintf("Runtime API listing of %s's messages in %s, pages of %d", c.bot, c.conv, size), ids(runtime, msgID), want(c.bot, c.conv))
-		}
-		n, err := db.Chat().CountMessages(ctx, c.bot, c.conv)
-		ok(t, err)
-		eq(t, fmt.Sprintf("count of %s's messages in %s", c.bot, c.conv), n, len(want(c.bot, c.conv)))
-	}
-
-	// Deleting one bot's conversation leaves the other bot's of that id.
-	ok(t, db.Chat().DeleteConversation(ctx, f.bot.ID, "c"))
-	_, err := db.Chat().GetMessage(ctx, f.bot.ID, "m9")
-	wantErr(t, err, model.ErrNotFound)
-	left, _, err := db.Chat().ListMessages(ctx, other.ID, "c", store.Page{Size: 100})
-	ok(t, err)
-	eq(t, "the other bot's conversation c", ids(left, msgID), want(other.ID, "c"))
 }
