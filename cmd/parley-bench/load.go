@@ -327,6 +327,9 @@ func closedLoop(t *target, clients int, do sendTo, d time.Duration, rep *replies
 type openResult struct {
 	rate                 int
 	sent, ok, shed, fail int
+	// coldShed are the 429s of messages sent in the run's first second,
+	// where each conversation gets its first message (shedCell).
+	coldShed int
 	achieved             float64
 	replyLat             []time.Duration // of accepted messages whose reply arrived
 	// warmLat are replyLat's sent from the run's second second on: the
@@ -363,12 +366,15 @@ func openLoop(base string, convs []conv, rep *replies, rate int, d time.Duration
 	res.achieved = float64(total) / time.Since(start).Seconds()
 	wg.Wait()
 	lastSend := time.Now()
-	for _, st := range status {
+	for i, st := range status {
 		switch {
 		case st/100 == 2:
 			res.ok++
 		case st == http.StatusTooManyRequests:
 			res.shed++
+			if sentAt[i].Sub(start) < time.Second {
+				res.coldShed++
+			}
 		default:
 			res.fail++
 		}
@@ -407,6 +413,17 @@ func openLoop(base string, convs []conv, rep *replies, rate int, d time.Duration
 		res.drain = -1
 	}
 	return res
+}
+
+// shedCell is the 429 column of the open-loop table: how many, and how
+// many of them in the run's first second (the conversations' cold start:
+// on PostgreSQL their leases are taken and their starts read then), so
+// that refusals of a burst from idle read apart from the steady state's.
+func shedCell(shed, cold int) string {
+	if shed == 0 {
+		return "0"
+	}
+	return fmt.Sprintf("%d (%d in the 1st s)", shed, cold)
 }
 
 // pct returns the q-quantile of d (sorted in place); missing values count

@@ -405,7 +405,7 @@ func runEngine(o options, engine, dir string) (map[string]float64, error) {
 			if len(r.warmLat)+r.missing > 0 {
 				warm = ms(pct(r.warmLat, r.missing, 0.99))
 			}
-			fmt.Printf("| %s | %d%s | %d | %d | %d | %s | %s | %s | %d | %s | %s |\n", p.name, rate, tag, r.sent, r.ok, r.shed,
+			fmt.Printf("| %s | %d%s | %d | %d | %s | %s | %s | %s | %d | %s | %s |\n", p.name, rate, tag, r.sent, r.ok, shedCell(r.shed, r.coldShed),
 				ms(pct(r.replyLat, r.missing, 0.5)), ms(pct(r.replyLat, r.missing, 0.99)), warm, r.missing, ms(r.drain),
 				checkpointsCell(cp0, pg.checkpoints()))
 			after := scrape(p.url)

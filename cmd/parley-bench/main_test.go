@@ -413,3 +413,37 @@ func TestPGStats(t *testing.T) {
 		t.Fatalf("checkpoints %d before a CHECKPOINT, %d after", before, after)
 	}
 }
+
+// TestOpenLoopColdShed: the open loop tells the 429s of messages sent in
+// its first second (the conversations' cold start) from the others, and
+// the table's cell shows both.
+func TestOpenLoopColdShed(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Retry-After", "1")
+		w.WriteHeader(http.StatusTooManyRequests)
+	}))
+	defer srv.Close()
+	// 20/s for 2 s, every one refused: 20 sent in the first second (the
+	// last of them at 950 ms; a stall of the machine may push one past it).
+	r := openLoop(srv.URL, []conv{{id: "c", key: "k"}}, &replies{}, 20, 2*time.Second, "t-", time.Second)
+	if r.sent != 40 || r.shed != 40 || r.ok != 0 {
+		t.Fatalf("sent %d, refused %d, accepted %d; want 40, 40, 0", r.sent, r.shed, r.ok)
+	}
+	if r.coldShed < 18 || r.coldShed > 20 {
+		t.Errorf("refused in the first second = %d, want 20", r.coldShed)
+	}
+
+	for _, c := range []struct {
+		shed, cold int
+		want       string
+	}{
+		{0, 0, "0"},
+		{134, 126, "134 (126 in the 1st s)"},
+		{8, 0, "8 (0 in the 1st s)"},
+	} {
+		if got := shedCell(c.shed, c.cold); got != c.want {
+			t.Errorf("shedCell(%d, %d) = %q, want %q", c.shed, c.cold, got, c.want)
+		}
+	}
+}
