@@ -330,8 +330,8 @@ type openResult struct {
 	// coldShed are the 429s of messages sent in the run's first second,
 	// where each conversation gets its first message (shedCell).
 	coldShed int
-	achieved             float64
-	replyLat             []time.Duration // of accepted messages whose reply arrived
+	achieved float64
+	replyLat []time.Duration // of accepted messages whose reply arrived
 	// warmLat are replyLat's sent from the run's second second on: the
 	// first has every conversation's first message, which on PostgreSQL
 	// takes the conversation's lease (a cold start, not the steady state).
