@@ -366,13 +366,16 @@ func openLoop(base string, convs []conv, rep *replies, rate int, d time.Duration
 	res.achieved = float64(total) / time.Since(start).Seconds()
 	wg.Wait()
 	lastSend := time.Now()
+	// cold tells the messages sent in the run's first second, where each
+	// conversation gets its first message (coldShed, warmLat).
+	cold := func(i int) bool { return sentAt[i].Sub(start) < time.Second }
 	for i, st := range status {
 		switch {
 		case st/100 == 2:
 			res.ok++
 		case st == http.StatusTooManyRequests:
 			res.shed++
-			if sentAt[i].Sub(start) < time.Second {
+			if cold(i) {
 				res.coldShed++
 			}
 		default:
@@ -395,7 +398,7 @@ func openLoop(base string, convs []conv, rep *replies, rate int, d time.Duration
 				continue
 			}
 			res.replyLat = append(res.replyLat, at.Sub(sentAt[i]))
-			if sentAt[i].Sub(start) >= time.Second {
+			if !cold(i) {
 				res.warmLat = append(res.warmLat, at.Sub(sentAt[i]))
 			}
 			if at.After(last) {
