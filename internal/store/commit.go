@@ -47,7 +47,8 @@ type Write struct {
 	// ran. In a pipelined transaction (PostgreSQL's group commit), where
 	// Turn is numbered only at the commit, Turn takes ThenSeq as Then runs
 	// and the engine fails the transaction unless that is its number
-	// (Signals.RequireLastTurn, ErrTurnBetween); the group commit then
+	// (Signals.RequireLastTurn, ErrTurnBetween, or ThenIf's statement:
+	// LastTurn); the group commit then
 	// commits the write again without Then (noThen), so the outcome is the
 	// same on every engine.
 	Then    *Write
@@ -181,25 +182,35 @@ func (w *Write) Run(ctx context.Context, tx Store) error {
 	if err != nil || w.Then == nil || w.Turn == nil || w.noThen {
 		return err
 	}
+	var last *LastTurn
 	if Pipelined(ctx) && w.Turn.Seq == 0 {
 		// The turn's number comes back with the commit: Then runs with
 		// ThenSeq, and the engine fails the transaction unless the turn
-		// got it.
-		ref := w.Conversation()
-		if err := tx.Signals().RequireLastTurn(ctx, ref.BotID, ref.ConversationID, w.ThenSeq); err != nil {
-			return err
-		}
+		// got it. ThenIf's statement may check that too (LastTurn).
+		last = &LastTurn{Seq: w.ThenSeq}
 		w.Turn.Seq, w.seqGiven = w.ThenSeq, true
 	} else if w.Turn.Seq != w.ThenSeq {
 		return storeTurn()
 	}
+	ok := true
 	if w.ThenIf != nil {
-		if ok, err := w.ThenIf(ctx, tx); err != nil || !ok {
-			if err != nil {
-				return err
-			}
-			return storeTurn()
+		ifCtx := ctx
+		if last != nil {
+			ifCtx = WithLastTurn(ctx, last)
 		}
+		var err error
+		if ok, err = w.ThenIf(ifCtx, tx); err != nil {
+			return err
+		}
+	}
+	if last != nil && !last.Checked {
+		ref := w.Conversation()
+		if err := tx.Signals().RequireLastTurn(ctx, ref.BotID, ref.ConversationID, last.Seq); err != nil {
+			return err
+		}
+	}
+	if !ok {
+		return storeTurn()
 	}
 	if err := w.Then.Run(thenCtx, tx); err != nil {
 		return err
@@ -273,6 +284,31 @@ func WithUnstoredTurn(ctx context.Context, t *model.Turn) context.Context {
 func UnstoredTurn(ctx context.Context) *model.Turn {
 	t, _ := ctx.Value(unstoredTurnKey{}).(*model.Turn)
 	return t
+}
+
+// LastTurn is Signals.RequireLastTurn's condition, in a pipelined
+// Write.Run, offered to Then's ThenIf: a check that reads the
+// conversation's row in its own statement may add it there (the turn's
+// number is Seq) and set Checked, and Run then sends no statement of its
+// own for it (PostgreSQL's fold of a kept start: one statement less per
+// message). A refusal then fails with the check's error, which the group
+// commit treats as RequireLastTurn's (TurnRefused).
+type LastTurn struct {
+	Seq     int64
+	Checked bool
+}
+
+type lastTurnKey struct{}
+
+// WithLastTurn offers lt to the statements run with ctx.
+func WithLastTurn(ctx context.Context, lt *LastTurn) context.Context {
+	return context.WithValue(ctx, lastTurnKey{}, lt)
+}
+
+// LastTurnOf is the LastTurn given to WithLastTurn, or nil.
+func LastTurnOf(ctx context.Context) *LastTurn {
+	lt, _ := ctx.Value(lastTurnKey{}).(*LastTurn)
+	return lt
 }
 
 type signalledKey struct{}

@@ -342,7 +342,8 @@ type States interface {
 	// them) and the conversation is not in handoff. In a pipelined
 	// transaction it is written to fail in the engine (WithRequiredRow):
 	// a Fold's check of a start kept from the last turn, with no answer
-	// needed before the COMMIT.
+	// needed before the COMMIT, which takes the write's last-turn check
+	// when offered one (LastTurnOf).
 	RequireTurnStart(ctx context.Context, botID, userID, conversationID string, start TurnStart) error
 }
 

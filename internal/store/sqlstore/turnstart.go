@@ -208,12 +208,21 @@ func (r states) RequireTurnStart(ctx context.Context, botID, userID, conversatio
 	// missing or empty (its shape), so it is built once per shape: built
 	// at every call it was a tenth of the bytes the server allocated in
 	// PostgreSQL's closed loop.
-	shape := startShape(start)
+	// The write's RequireLastTurn, offered (store.LastTurn), is one more
+	// condition on the conversation's row read here anyway.
+	last := store.LastTurnOf(ctx)
+	if last != nil && last.Checked {
+		last = nil
+	}
+	shape := startShape(start, last != nil)
 	q := startChecks[shape].Load()
-	b := startCheck{text: q == nil, args: make([]any, 0, 20)}
+	b := startCheck{text: q == nil, args: make([]any, 0, 21)}
 	b.add(`SELECT 1 FROM conversations c LEFT JOIN chat_users u ON u.bot_id = c.bot_id AND u.id = ?
 		WHERE c.bot_id = ? AND c.id = ?
 		AND NOT EXISTS (SELECT 1 FROM handoffs WHERE bot_id = c.bot_id AND conversation_id = c.id)`, userID, botID, conversationID)
+	if last != nil {
+		b.add(` AND c.turn_seq = ?`, last.Seq)
+	}
 	// tags adds a tags column's condition: empty (any empty encoding), or
 	// as tagsText writes m.
 	tags := func(empty, equal string, m map[string]string) error {
@@ -258,12 +267,16 @@ func (r states) RequireTurnStart(ctx context.Context, botID, userID, conversatio
 		q = &text
 	}
 	_, err := r.s.exec(store.WithRequiredRow(ctx, store.ErrStartChanged), *q, b.args...)
+	if last != nil {
+		last.Checked = true
+	}
 	return r.s.fail(err, "turn")
 }
 
 // startShape tells which of a start's parts are missing or empty: the
-// user, its tags, the conversation, its tags, the three states.
-func startShape(st store.TurnStart) uint8 {
+// user, its tags, the conversation, its tags, the three states; and
+// whether the check has the conversation's last turn number too.
+func startShape(st store.TurnStart, lastTurn bool) uint8 {
 	var shape uint8
 	set := func(bit int, missing bool) {
 		if missing {
@@ -277,13 +290,14 @@ func startShape(st store.TurnStart) uint8 {
 	set(4, st.UserState == nil)
 	set(5, st.ConvState == nil)
 	set(6, st.BotState == nil)
+	set(7, lastTurn)
 	return shape
 }
 
 // startChecks are RequireTurnStart's pipelined statements, by shape: which
 // of the user, its tags, the conversation, its tags and the three states
-// are missing or empty.
-var startChecks [1 << 7]atomic.Pointer[string]
+// are missing or empty, and whether the last turn is checked too.
+var startChecks [1 << 8]atomic.Pointer[string]
 
 // startCheck builds RequireTurnStart's statement: its text, and its
 // arguments in the order of their placeholders.

@@ -467,6 +467,12 @@ func testWriteThen(t *testing.T, db store.DB) {
 		w, _, _ = foldedWrite(f.bot.ID, "c1", int(idle.TurnSeq)+10, idle.TurnSeq+1)
 		w.ThenIf = func(ctx context.Context, tx store.Store) (bool, error) {
 			err := tx.States().RequireTurnStart(ctx, f.bot.ID, "u1", "c1", idle.Start)
+			// Pipelined (PostgreSQL), the last turn's check is offered to
+			// the start check's statement, which takes it: no statement
+			// of its own.
+			if lt := store.LastTurnOf(ctx); store.Pipelined(ctx) && (lt == nil || !lt.Checked) {
+				t.Errorf("another turn in between %v: pipelined, the start check did not take the last turn's (%+v)", between, lt)
+			}
 			if errors.Is(err, store.ErrStartChanged) {
 				return false, nil
 			}
