@@ -162,6 +162,53 @@ func testFenceRenews(t *testing.T, db store.DB) {
 	}
 }
 
+// testFenceLocks: a write whose fence has no Renew commits while its
+// holder's epoch is the lease's, renewing nothing (the lease expires and
+// is taken over as if the write had not been), and a stale one fails
+// with ErrFenced, its write rolled back; written directly and through the
+// engine's committer (pipelined on PostgreSQL).
+func testFenceLocks(t *testing.T, db store.DB) {
+	ctx := t.Context()
+	r := db.Leases()
+	for _, c := range fenceCommitters(db) {
+		t.Run(c.name, func(t *testing.T) {
+			name := "lock:" + c.name
+			// A fenced write takes lease row (its own write, to tell
+			// whether it committed).
+			fenced := func(holder string, epoch int64, row string) error {
+				return c.commit.Commit(ctx, &store.Write{Fence: &store.Fence{Name: name, Holder: holder, Epoch: epoch},
+					Apply: func(ctx context.Context, tx store.Store) error {
+						_, err := tx.Leases().Acquire(ctx, name+":"+row, "w", time.Minute)
+						return err
+					}})
+			}
+			l1, got, err := r.Take(ctx, name, "h1", 150*time.Millisecond)
+			ok(t, err)
+			eq(t, "take", got, true)
+			ok(t, fenced("h1", l1.Epoch, "first"))
+			eq(t, "the fenced write committed", acquireFree(t, r, name+":first"), false)
+			time.Sleep(250 * time.Millisecond) // past the lease's expiry: nothing renewed it
+			l2, got, err := r.Take(ctx, name, "h2", time.Minute)
+			ok(t, err)
+			eq(t, "not renewed by the fence: taken over", got, true)
+			eq(t, "taken from", l2.From, "h1")
+			if err := fenced("h1", l1.Epoch, "stale"); !errors.Is(err, store.ErrFenced) {
+				t.Fatalf("stale fence: %v, want ErrFenced", err)
+			}
+			eq(t, "the stale fenced write rolled back", acquireFree(t, r, name+":stale"), true)
+			ok(t, fenced("h2", l2.Epoch, "second"))
+		})
+	}
+}
+
+// acquireFree tells whether lease name can be acquired (nobody holds it).
+func acquireFree(t *testing.T, r store.Leases, name string) bool {
+	t.Helper()
+	got, err := r.Acquire(t.Context(), name, "probe", time.Minute)
+	ok(t, err)
+	return got
+}
+
 // testLeasePrune: Prune deletes only released or long-expired leases of
 // its prefix, at most limit of them, and a lease taken again after its
 // row went starts above every epoch it had.

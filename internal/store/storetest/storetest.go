@@ -59,6 +59,7 @@ func Run(t *testing.T, open func(t *testing.T) store.DB) {
 		{"Leases", testLeases},
 		{"LeasePrune", testLeasePrune},
 		{"FenceRenews", testFenceRenews},
+		{"FenceLocks", testFenceLocks},
 		{"FenceTakes", testFenceTakes},
 		{"DialogTimeouts", testDialogTimeouts},
 		{"ScheduleFires", testScheduleFires},
