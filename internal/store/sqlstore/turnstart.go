@@ -267,7 +267,10 @@ func (r states) RequireTurnStart(ctx context.Context, botID, userID, conversatio
 		q = &text
 	}
 	_, err := r.s.exec(store.WithRequiredRow(ctx, store.ErrStartChanged), *q, b.args...)
-	if last != nil {
+	if last != nil && err == nil {
+		// Queued with the condition: it fails the transaction in the
+		// engine unless the turn got its number. (An error here leaves
+		// the write to check the number itself.)
 		last.Checked = true
 	}
 	return r.s.fail(err, "turn")
