@@ -67,9 +67,10 @@ func (d *Dispatcher) leaseFrom(ctx context.Context, cancel context.CancelFunc, r
 				d.log.Warn("turns: lease failed", "err", err, "conversation", ref.ConversationID)
 			}
 			// The lease may be this node's all the same: parked, too old
-			// to reuse, until it expires, or taken by a Take whose answer
-			// was lost to ctx (Stop cancels it in the middle of one, the
-			// handover). Released (a no-op if not), another node need not
+			// to reuse, until it expires, or taken by a Take that timed
+			// out (a Take runs to its end whatever ctx says, so that a
+			// Stop in the middle of one hands the lease over: sqlstore's
+			// Take). Released (a no-op if not), another node need not
 			// wait for it to expire.
 			if p != nil || ctx.Err() != nil {
 				d.release(ref)

@@ -28,7 +28,18 @@ func (r leases) Acquire(ctx context.Context, name, holder string, ttl time.Durat
 // row Prune deleted starts again above every epoch it had (they count
 // up by one per take from an older clock reading), so a stale holder's
 // fence never matches the new row.
+//
+// A Take runs to its end once begun (for takeTimeout at most), whatever
+// ctx says. Given up midway, its write could still commit: the driver's
+// cancel request is ignored by a PostgreSQL backend that has not started
+// the statement yet, which it then runs. The lease would be held by a
+// node that believes it was refused, until it expires; a stopping node
+// would hand over nothing (seen once in TestFailoverLoop's SIGTERM, the
+// survivor waiting out the TTL). A caller whose ctx ended releases what
+// it was given.
 func (r leases) Take(ctx context.Context, name, holder string, ttl time.Duration) (store.Lease, bool, error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), takeTimeout)
+	defer cancel()
 	now := time.Now()
 	until := now.Add(ttl).UnixMilli()
 	var cur string
@@ -70,6 +81,9 @@ func (r leases) Take(ctx context.Context, name, holder string, ttl time.Duration
 	}
 	return l, true, nil
 }
+
+// takeTimeout bounds a Take, which its caller's ctx does not (Take).
+const takeTimeout = 5 * time.Second
 
 // Renew is one conditional UPDATE; a released lease (expires_at 0) is not
 // renewed.

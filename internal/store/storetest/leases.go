@@ -408,3 +408,61 @@ func fenceCommitters(db store.DB) []fenceCommitter {
 		{"committer", db.NewCommitter(nil)},
 	}
 }
+
+// testTakeCancelled: a Take cancelled while it waits for the lease's row
+// (another transaction inserting it, then rolled back) runs to its end
+// and says what it did: had it given up, its statement could still take
+// the lease in the database afterwards (sqlstore's Take), held then by a
+// node that believes it was refused. Its caller, whose ctx ended,
+// releases it, and the lease is free.
+func testTakeCancelled(t *testing.T, db store.DB) {
+	ctx := t.Context()
+	inserted, rollback := make(chan struct{}), make(chan struct{})
+	txDone := make(chan error, 1)
+	go func() {
+		txDone <- db.InTx(ctx, func(tx store.Store) error {
+			if _, err := tx.Leases().Acquire(ctx, "tc", "other", time.Minute); err != nil {
+				return err
+			}
+			close(inserted)
+			<-rollback
+			return errors.New("rolled back")
+		})
+	}()
+	select {
+	case <-inserted:
+	case err := <-txDone:
+		t.Fatalf("the other transaction ended early: %v", err)
+	}
+	tctx, cancel := context.WithCancel(ctx)
+	type took struct {
+		ok  bool
+		err error
+	}
+	res := make(chan took, 1)
+	go func() {
+		_, got, err := db.Leases().Take(tctx, "tc", "n1", time.Minute)
+		res <- took{got, err}
+	}()
+	time.Sleep(100 * time.Millisecond) // the Take waits for the row
+	cancel()
+	time.Sleep(100 * time.Millisecond)
+	close(rollback)
+	if err := <-txDone; err == nil || err.Error() != "rolled back" {
+		t.Fatalf("other transaction: %v", err)
+	}
+	r := <-res
+	if r.err != nil || !r.ok {
+		t.Fatalf("a Take cancelled midway: ok=%v err=%v, want it taken (run to its end)", r.ok, r.err)
+	}
+	held, epoch, err := db.Leases().Free(ctx, "tc")
+	ok(t, err)
+	eq(t, "held once taken", held, false)
+	if epoch == 0 {
+		t.Fatal("no epoch on the lease taken")
+	}
+	ok(t, db.Leases().Release(ctx, "tc", "n1"))
+	free, _, err := db.Leases().Free(ctx, "tc")
+	ok(t, err)
+	eq(t, "free after its release", free, true)
+}

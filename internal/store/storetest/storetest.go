@@ -60,6 +60,7 @@ func Run(t *testing.T, open func(t *testing.T) store.DB) {
 		{"LeasePrune", testLeasePrune},
 		{"FenceRenews", testFenceRenews},
 		{"FenceLocks", testFenceLocks},
+		{"TakeCancelled", testTakeCancelled},
 		{"FenceTakes", testFenceTakes},
 		{"DialogTimeouts", testDialogTimeouts},
 		{"ScheduleFires", testScheduleFires},
