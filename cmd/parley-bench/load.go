@@ -59,15 +59,28 @@ func call(method, url string, headers map[string]string, body, out any) error {
 	return nil
 }
 
+// workflowEcho is echoBot as a workflow bot (-bot workflow): every
+// message starts its workflow, which answers and ends.
+const workflowEcho = `{"workflows":{"main":{"nodes":{"s":{"type":"start","cards":[
+  {"type":"message","payload":"echo {{ event.preview }}"}]}}}}}`
+
+// botName names the echo bot in the tables' titles.
+func botName(workflow bool) string {
+	if workflow {
+		return "workflow"
+	}
+	return "JavaScript"
+}
+
 // chatAPI is a Parley bot's Chat API with its echo bot.
 type chatAPI struct{ base string }
 
 // conv is a conversation and the key of the user who owns it.
 type conv struct{ id, key string }
 
-// newChatBot creates the echo bot through the Admin API and returns its
-// Chat API.
-func newChatBot(t *target) (*chatAPI, error) {
+// newChatBot creates the echo bot through the Admin API (with workflow,
+// publishes workflowEcho to it) and returns its Chat API.
+func newChatBot(t *target, workflow bool) (*chatAPI, error) {
 	auth := map[string]string{"Authorization": "Bearer " + t.token}
 	var ws struct {
 		Workspaces []struct{ ID string } `json:"workspaces"`
@@ -81,13 +94,24 @@ func newChatBot(t *target) (*chatAPI, error) {
 	auth["x-workspace-id"] = ws.Workspaces[0].ID
 	var bot struct {
 		Bot struct {
+			ID           string `json:"id"`
 			Integrations map[string]struct {
 				WebhookID string `json:"webhookId"`
 			} `json:"integrations"`
 		} `json:"bot"`
 	}
-	if err := call("POST", t.url+"/v1/admin/bots", auth, map[string]any{"name": "bench", "code": echoBot}, &bot); err != nil {
+	create := map[string]any{"name": "bench", "code": echoBot}
+	if workflow {
+		create = map[string]any{"name": "bench"}
+	}
+	if err := call("POST", t.url+"/v1/admin/bots", auth, create, &bot); err != nil {
 		return nil, err
+	}
+	if workflow {
+		doc := map[string]any{"botJson": json.RawMessage(workflowEcho)}
+		if err := call("POST", t.url+"/v1/admin/bots/"+bot.Bot.ID+"/publish-from-bot-json", auth, doc, nil); err != nil {
+			return nil, fmt.Errorf("%s: publishing the workflow echo bot: %w", t.name, err)
+		}
 	}
 	return &chatAPI{base: t.url + "/chat/" + bot.Bot.Integrations["chat"].WebhookID}, nil
 }

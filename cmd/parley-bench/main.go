@@ -58,6 +58,7 @@ type options struct {
 	env          []string
 	botkit       string // directory of Botkit's echo bot; "" leaves it out
 	botkitNote   string // why the default Botkit target is left out
+	workflow     bool   // the echo bot is a workflow bot (-bot workflow)
 }
 
 func main() {
@@ -111,6 +112,7 @@ func parse(args []string) (options, error) {
 	fs.IntVar(&o.listeners, "listeners", 1000, "idle SSE listeners (0 skips)")
 	fs.DurationVar(&o.idle, "idle", 10*time.Second, "how long the listeners stay idle before their memory is read (their CPU is measured over the last 80 % of it)")
 	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of this build's Parley server to FILE.ENGINE, and its allocations to FILE.ENGINE.allocs")
+	bot := fs.String("bot", "js", "the echo bot every Parley runs: js (JavaScript) or workflow (the same echo as a bot JSON, published with publishFromBotJson)")
 	botkit := fs.String("botkit", defaultBotkit, "Botkit's echo bot in `DIR` (bench/botkit once npm ci ran there), run side by side in the closed loop; empty leaves it out (the default is left out when it has no node_modules)")
 	if _, err := parseFlags(fs, args); err != nil {
 		return o, err
@@ -120,6 +122,13 @@ func parse(args []string) (options, error) {
 	var err error
 	if o.botkit, o.botkitNote, err = botkitDir(*botkit, given); err != nil {
 		return o, err
+	}
+	switch *bot {
+	case "js":
+	case "workflow":
+		o.workflow = true
+	default:
+		return o, fmt.Errorf("-bot: %q is neither js nor workflow", *bot)
 	}
 	o.engines = strings.Split(*engines, ",")
 	for _, e := range o.engines {
@@ -241,7 +250,7 @@ func runEngine(o options, engine, dir string) (map[string]float64, error) {
 		t.dbPID = dbPID
 		p := &parleyTarget{target: t}
 		ps = append(ps, p)
-		if p.chat, err = newChatBot(t); err != nil {
+		if p.chat, err = newChatBot(t, o.workflow); err != nil {
 			return nil, err
 		}
 		if p.loop, err = p.chat.conversations(o.conns); err != nil {
@@ -280,7 +289,7 @@ func runEngine(o options, engine, dir string) (map[string]float64, error) {
 	}
 	// 1. Throughput, targets alternating within each round, Parley's in an
 	// order that rotates from round to round.
-	fmt.Printf("\n## Goal 1: createMessage, %d clients, closed loop, JavaScript echo bot answering\n\n", o.conns)
+	fmt.Printf("\n## Goal 1: createMessage, %d clients, closed loop, %s echo bot answering\n\n", o.conns, botName(o.workflow))
 	results := map[string][]closedResult{}
 	for round := range o.rounds {
 		results["bare"] = append(results["bare"], closedLoop(bare, o.conns, sendChat(bare.url, bareConvs, "b"), o.duration, nil))

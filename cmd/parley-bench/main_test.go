@@ -303,6 +303,8 @@ func TestParseFlags(t *testing.T) {
 		{args: []string{"-bin", "nopath"}, bad: true},
 		{args: []string{"-engines", "mysql"}, bad: true},
 		{args: []string{"-rates", "fast"}, bad: true},
+		{args: []string{"-bot", "workflow"}, bins: 1},
+		{args: []string{"-bot", "python"}, bad: true},
 	} {
 		o, err := parse(tc.args)
 		if tc.bad {
@@ -314,6 +316,33 @@ func TestParseFlags(t *testing.T) {
 		if err != nil || len(o.bins) != tc.bins {
 			t.Errorf("%v: %d targets, %v; want %d", tc.args, len(o.bins), err, tc.bins)
 		}
+	}
+}
+
+// TestBenchRunsWorkflowBot: with -bot workflow, every Parley runs the
+// echo as a workflow bot, whose answers the closed loop waits for (a
+// sustained rate counts the replies on the streams) and which fold.
+func TestBenchRunsWorkflowBot(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts servers")
+	}
+	o, err := parse([]string{"-bot", "workflow", "-duration", "1s", "-conns", "2", "-rates", "", "-listeners", "0", "-botkit", ""})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got map[string]map[string]float64
+	out := captureStdout(t, func() { got, err = run(o) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got["sqlite"]["parley"] <= 0 {
+		t.Fatalf("sustained rates = %v", got)
+	}
+	if !strings.Contains(out, "workflow echo bot answering") {
+		t.Errorf("goal 1's title does not name the workflow bot:\n%s", out)
+	}
+	if f := goal1Column(out, "folded")["parley"]; !strings.HasPrefix(f, "100 %") && !strings.HasPrefix(f, "99 %") {
+		t.Errorf("folded = %q, want (nearly) every message", f)
 	}
 }
 

@@ -3,10 +3,12 @@ package app_test
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -307,4 +309,64 @@ func TestRestartInTheMiddleOfACapture(t *testing.T) {
 			t.Fatalf("after restart: %q", got)
 		}
 	})
+}
+
+// TestWorkflowBotAnswersWithTheMessage: a workflow bot's turn folds as a
+// JavaScript bot's does: createMessage returns once the bot's answer is
+// stored with the message, in one commit, and the dialog goes on from
+// turn to turn (a capture, its retry, the next capture), on both engines.
+func TestWorkflowBotAnswersWithTheMessage(t *testing.T) {
+	engines(t, func(t *testing.T, cfg func() app.Config) {
+		c0 := cfg()
+		c0.FoldWithin = 10 * time.Second // a slow machine still folds
+		a := testapp.Start(t, c0)
+		_, url := workflowBot(t, a, json.RawMessage(`{"workflows":{"main":{"nodes":{"s":{"type":"start","cards":[
+			{"type":"capture","kind":"number","variable":"workflow.n","prompt":"Number?","retries":1,"retryMessage":"A number please","onFailure":"fail"},
+			{"type":"capture","kind":"raw","variable":"workflow.name","prompt":"Name?"},
+			{"type":"message","payload":"n={{ workflow.n }} name={{ workflow.name }}"}]},
+			"fail":{"type":"end","cards":[{"type":"message","payload":"giving up"}]}}}}}`))
+		c := &chatHTTP{url: url}
+		u := c.call(t, "POST", "/users", map[string]any{})
+		c.key = u["key"].(string)
+		userID := u["user"].(map[string]any)["id"].(string)
+		conv := c.call(t, "POST", "/conversations", map[string]any{})["conversation"].(map[string]any)["id"].(string)
+		before := foldedMessages(t, a)
+		for i, step := range []struct{ say, answer string }{
+			{"hi", "Number?"}, {"x", "A number please"}, {"41", "Name?"}, {"Ada", "n=41 name=Ada"},
+		} {
+			c.call(t, "POST", "/messages", map[string]any{"conversationId": conv, "payload": map[string]any{"type": "text", "text": step.say}})
+			// Listed at once: stored with the message, not after it.
+			out := c.call(t, "GET", "/conversations/"+conv+"/messages", nil)
+			msgs := out["messages"].([]any)
+			last := msgs[0].(map[string]any) // newest first
+			if last["userId"] == userID || last["payload"].(map[string]any)["text"] != step.answer {
+				t.Fatalf("message %d (%q): newest message once createMessage returned is %v, want the bot's %q", i, step.say, last, step.answer)
+			}
+		}
+		if n := foldedMessages(t, a) - before; n != 4 {
+			t.Fatalf("%d of 4 messages folded with their answer", n)
+		}
+	})
+}
+
+// foldedMessages reads parley_user_messages_total{commit="folded"} off
+// the server's /metrics.
+func foldedMessages(t *testing.T, a *app.App) int {
+	t.Helper()
+	res, err := http.Get(a.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	body, _ := io.ReadAll(res.Body)
+	for _, line := range strings.Split(string(body), "\n") {
+		if v, ok := strings.CutPrefix(line, `parley_user_messages_total{commit="folded"} `); ok {
+			n, err := strconv.Atoi(strings.TrimSpace(v))
+			if err != nil {
+				t.Fatalf("%q: %v", line, err)
+			}
+			return n
+		}
+	}
+	return 0
 }

@@ -129,6 +129,14 @@ func (wb *workflowBot) HandleTurn(ctx context.Context, in *TurnInput, out BotOut
 // HoldsEffects makes workflow bots EffectHolders, as code bots.
 func (wb *workflowBot) HoldsEffects() bool { return true }
 
+// foldable: as a code bot's, a workflow's turn steps outside what its
+// completion holds only through its host (its code cards' client calls,
+// their reads), which tells the turn's effectGate first; it reads its
+// dialog from the store, which only the conversation's turns write (a
+// dialog timeout is a turn, which a folded commit finds in between), and
+// it keeps no start (nextStart), so the next turn reads its own.
+func (wb *workflowBot) foldable() {}
+
 // saveDialog stores a conversation's dialog state and, in the same
 // transaction, its inactivity due time (cleared when the dialog ended):
 // the scheduler fires it from the store, so it survives restarts and
