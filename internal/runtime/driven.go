@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"math"
+	"unicode/utf8"
 
 	"github.com/dop251/goja"
 )
@@ -144,9 +146,53 @@ func (in *instance) nativeDrive(d *driven, call goja.FunctionCall) goja.Value {
 		d.res.Err = d.driveErr
 		return in.toJS(map[string]any{"op": "done"})
 	}
+	// A request made of JSON's own values (the workflow engine's are)
+	// becomes JavaScript values directly: through its JSON text, goja's
+	// JSON.parse (a token decoder) and the Marshal took a sixth of a
+	// workflow echo turn (BenchmarkEchoTurn).
+	if plainJSON(req, 0) {
+		return in.toJS(req)
+	}
 	raw, err := json.Marshal(req)
 	if err != nil {
 		panic(fmt.Errorf("runtime: driver request: %w", err))
 	}
 	return in.toJS(json.RawMessage(raw))
 }
+
+// plainJSON tells a value that toJS turns into what JSON.parse would make
+// of its JSON (json.Marshal's): maps with string keys, slices, strings,
+// finite numbers, booleans and null, nested at most maxPlainDepth deep.
+// Anything else (another Go type, a string that is not UTF-8, which
+// json.Marshal would mend, a NaN it would refuse) goes through JSON.
+func plainJSON(v any, depth int) bool {
+	if depth > maxPlainDepth {
+		return false
+	}
+	switch x := v.(type) {
+	case nil, bool, int, int64:
+		return true
+	case float64:
+		return !math.IsNaN(x) && !math.IsInf(x, 0)
+	case string:
+		return utf8.ValidString(x)
+	case map[string]any:
+		for k, e := range x {
+			if !utf8.ValidString(k) || !plainJSON(e, depth+1) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		for _, e := range x {
+			if !plainJSON(e, depth+1) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
+}
+
+// maxPlainDepth bounds plainJSON's walk (and toJS's recursion after it).
+const maxPlainDepth = 64
