@@ -370,3 +370,34 @@ func foldedMessages(t *testing.T, a *app.App) int {
 	}
 	return 0
 }
+
+// TestWorkflowBotKeepsItsStates: a workflow bot's folded turns leave the
+// states they set to the conversation's next message (a kept start, as a
+// code bot's): a user variable counted up from message to message reads
+// what the last turn left, whether or not that turn changed it, on both
+// engines.
+func TestWorkflowBotKeepsItsStates(t *testing.T) {
+	engines(t, func(t *testing.T, cfg func() app.Config) {
+		c0 := cfg()
+		c0.FoldWithin = 10 * time.Second
+		a := testapp.Start(t, c0)
+		_, url := workflowBot(t, a, json.RawMessage(`{"workflows":{"main":{"nodes":{"s":{"type":"start","cards":[
+			{"type":"expression","condition":"event.preview === 'same'","to":"same"},
+			{"type":"code","code":"user.n = (user.n || 0) + 1"},
+			{"type":"message","payload":"n={{ user.n }}"}]},
+			"same":{"type":"standard","cards":[{"type":"message","payload":"still {{ user.n }}"}]}}}}}`))
+		c := &chatHTTP{url: url}
+		u := c.call(t, "POST", "/users", map[string]any{})
+		c.key = u["key"].(string)
+		conv := c.call(t, "POST", "/conversations", map[string]any{})["conversation"].(map[string]any)["id"].(string)
+		for i, step := range []struct{ say, answer string }{
+			{"a", "n=1"}, {"b", "n=2"}, {"same", "still 2"}, {"c", "n=3"}, {"same", "still 3"}, {"same", "still 3"}, {"d", "n=4"},
+		} {
+			c.call(t, "POST", "/messages", map[string]any{"conversationId": conv, "payload": map[string]any{"type": "text", "text": step.say}})
+			msgs := c.call(t, "GET", "/conversations/"+conv+"/messages", nil)["messages"].([]any)
+			if got := msgs[0].(map[string]any)["payload"].(map[string]any)["text"]; got != step.answer {
+				t.Fatalf("message %d (%q): answered %q, want %q", i, step.say, got, step.answer)
+			}
+		}
+	})
+}

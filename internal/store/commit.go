@@ -24,8 +24,8 @@ type Write struct {
 	// turn's completion).
 	More []*model.Signal
 	// Local says the write changes only its own conversation's rows (its
-	// messages, events, signals, turns, handoff and states, the
-	// conversation, its lease), besides inserting rows no other write
+	// messages, events, signals, turns, handoff and states, a workflow
+	// dialog's inactivity timeout, the conversation, its lease), besides inserting rows no other write
 	// changes (logs, turn runs): an engine may commit it in one
 	// transaction with other conversations' writes, side by side with
 	// other such transactions (PostgreSQL's group commit). A write that

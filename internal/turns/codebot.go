@@ -173,15 +173,7 @@ func (cb *codeBot) HandleTurn(ctx context.Context, in *TurnInput, out BotOutput)
 	if p := res.Problem; p != nil {
 		problems = append(problems, turnProblem{p.Code, issueCategory(p.Code), p.Title, p.Description})
 	}
-	if host, _ := rin.Host.(*botHost); host != nil && !host.called.Load() && res.Problem == nil {
-		if res.States.User == nil && res.States.Conversation == nil && res.States.Bot == nil {
-			if k, ok := out.(startKeeper); ok {
-				k.keepStart()
-			}
-		} else if k, ok := out.(*turnOutput); ok {
-			k.keepStartWith(res.States.User, res.States.Conversation, res.States.Bot)
-		}
-	}
+	tellStart(out, rin.Host, res)
 	// Stored with the turn's held replies and its completion, in one
 	// transaction (EffectHolder).
 	complete := func(ctx context.Context, tx store.Store) error {
@@ -348,6 +340,22 @@ func (rt *Runtime) saveStates(ctx context.Context, tx store.Store, botID string,
 		}
 	}
 	return nil
+}
+
+// tellStart tells out what the conversation's next turn starts with
+// (startKeeper): what this one started with, with the states it set, unless
+// it called the Runtime API (which may have changed anything) or failed.
+func tellStart(out BotOutput, host runtime.Host, res runtime.TurnResult) {
+	if h, _ := host.(*botHost); h == nil || h.called.Load() || res.Problem != nil {
+		return
+	}
+	if res.States.User == nil && res.States.Conversation == nil && res.States.Bot == nil {
+		if k, ok := out.(startKeeper); ok {
+			k.keepStart()
+		}
+	} else if k, ok := out.(*turnOutput); ok {
+		k.keepStartWith(res.States.User, res.States.Conversation, res.States.Bot)
+	}
 }
 
 // botHost is what bot code reaches through `client`: the bot's own data,

@@ -103,9 +103,12 @@ func (wb *workflowBot) HandleTurn(ctx context.Context, in *TurnInput, out BotOut
 	if res.Err != nil {
 		return res.Err
 	}
+	// The dialog is read from the store at every turn; the rest of what
+	// the next turn starts with may be kept, as a code bot's.
+	tellStart(out, rin.Host, res.TurnResult)
 	// Stored with the turn's held replies and its completion, in one
 	// transaction (EffectHolder).
-	out.WithCompletion(func(ctx context.Context, tx store.Store) error {
+	complete := func(ctx context.Context, tx store.Store) error {
 		if err := rt.saveStates(ctx, tx, b.ID, in, res.States); err != nil {
 			return err
 		}
@@ -115,7 +118,14 @@ func (wb *workflowBot) HandleTurn(ctx context.Context, in *TurnInput, out BotOut
 			}
 		}
 		return rt.recordWorkflowTurn(ctx, tx, b.ID, v.ID, rin.Event, res)
-	})
+	}
+	if res.States.User == nil && res.States.Bot == nil && res.Problem == nil && (res.Outcome == nil || len(res.Outcome.Issues) == 0) {
+		// The conversation's rows only: its state, its dialog and its
+		// inactivity timeout (keyed by the conversation), its logs.
+		out.WithLocalCompletion(complete)
+	} else {
+		out.WithCompletion(complete) // a user's or the bot's state, an issue
+	}
 	if res.Problem != nil {
 		return problemFailure(res.Problem)
 	}
