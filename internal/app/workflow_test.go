@@ -242,19 +242,6 @@ func (c *chatHTTP) call(t *testing.T, method, path string, body any) map[string]
 	return out
 }
 
-// newChatUser creates a user and a conversation of theirs on a bot's Chat
-// API at url: a client with the user's key, the user's id, the
-// conversation's id.
-func newChatUser(t *testing.T, url string) (c *chatHTTP, userID, conv string) {
-	t.Helper()
-	c = &chatHTTP{url: url}
-	u := c.call(t, "POST", "/users", map[string]any{})
-	c.key = u["key"].(string)
-	userID = u["user"].(map[string]any)["id"].(string)
-	conv = c.call(t, "POST", "/conversations", map[string]any{})["conversation"].(map[string]any)["id"].(string)
-	return c, userID, conv
-}
-
 // botTexts waits until the conversation holds n bot messages and returns
 // their texts, oldest first.
 func (c *chatHTTP) botTexts(t *testing.T, conv, userID string, n int) []string {
@@ -292,7 +279,7 @@ func TestRestartInTheMiddleOfACapture(t *testing.T) {
 			{"type":"capture","kind":"email","variable":"user.email","prompt":"Email?"},
 			{"type":"message","payload":"n={{ workflow.n }} email={{ user.email }}"}]},
 			"fail":{"type":"end","cards":[{"type":"message","payload":"giving up"}]}}}}}`))
-		c, userID, conv := newChatUser(t, url)
+		c, conv, userID := chatSession(t, url)
 		say := func(text string) {
 			c.call(t, "POST", "/messages", map[string]any{"conversationId": conv, "payload": map[string]any{"type": "text", "text": text}})
 		}
@@ -334,7 +321,7 @@ func TestWorkflowBotAnswersWithTheMessage(t *testing.T) {
 			{"type":"capture","kind":"raw","variable":"workflow.name","prompt":"Name?"},
 			{"type":"message","payload":"n={{ workflow.n }} name={{ workflow.name }}"}]},
 			"fail":{"type":"end","cards":[{"type":"message","payload":"giving up"}]}}}}}`))
-		c, userID, conv := newChatUser(t, url)
+		c, conv, userID := chatSession(t, url)
 		before := foldedMessages(t, a)
 		for i, step := range []struct{ say, answer string }{
 			{"hi", "Number?"}, {"x", "A number please"}, {"41", "Name?"}, {"Ada", "n=41 name=Ada"},
@@ -391,7 +378,7 @@ func TestWorkflowBotKeepsItsStates(t *testing.T) {
 			{"type":"code","code":"user.n = (user.n || 0) + 1"},
 			{"type":"message","payload":"n={{ user.n }}"}]},
 			"same":{"type":"standard","cards":[{"type":"message","payload":"still {{ user.n }}"}]}}}}}`))
-		c, _, conv := newChatUser(t, url)
+		c, conv, _ := chatSession(t, url)
 		for i, step := range []struct{ say, answer string }{
 			{"a", "n=1"}, {"b", "n=2"}, {"same", "still 2"}, {"c", "n=3"}, {"same", "still 3"}, {"same", "still 3"}, {"d", "n=4"},
 		} {

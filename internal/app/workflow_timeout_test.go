@@ -26,12 +26,8 @@ const timeoutBot = `{"workflows":{
 // url, says hi and waits for the prompt.
 func startTimeoutConversation(t *testing.T, url string) (c *chatHTTP, conv, userID string) {
 	t.Helper()
-	c = &chatHTTP{url: url}
-	u := c.call(t, "POST", "/users", map[string]any{})
-	c.key = u["key"].(string)
-	userID = u["user"].(map[string]any)["id"].(string)
-	conv = c.call(t, "POST", "/conversations", map[string]any{})["conversation"].(map[string]any)["id"].(string)
-	c.call(t, "POST", "/messages", map[string]any{"conversationId": conv, "payload": map[string]any{"type": "text", "text": "hi"}})
+	c, conv, userID = chatSession(t, url)
+	c.say(t, conv, "hi")
 	if got := c.botTexts(t, conv, userID, 1); !slices.Equal(got, []string{"waiting for you"}) {
 		t.Fatalf("before the timeout: %q", got)
 	}
