@@ -326,7 +326,7 @@ func TestWorkflowBotAnswersWithTheMessage(t *testing.T) {
 		for i, step := range []struct{ say, answer string }{
 			{"hi", "Number?"}, {"x", "A number please"}, {"41", "Name?"}, {"Ada", "n=41 name=Ada"},
 		} {
-			c.call(t, "POST", "/messages", map[string]any{"conversationId": conv, "payload": map[string]any{"type": "text", "text": step.say}})
+			c.say(t, conv, step.say)
 			// Listed at once: stored with the message, not after it.
 			out := c.call(t, "GET", "/conversations/"+conv+"/messages", nil)
 			msgs := out["messages"].([]any)
@@ -382,7 +382,7 @@ func TestWorkflowBotKeepsItsStates(t *testing.T) {
 		for i, step := range []struct{ say, answer string }{
 			{"a", "n=1"}, {"b", "n=2"}, {"same", "still 2"}, {"c", "n=3"}, {"same", "still 3"}, {"same", "still 3"}, {"d", "n=4"},
 		} {
-			c.call(t, "POST", "/messages", map[string]any{"conversationId": conv, "payload": map[string]any{"type": "text", "text": step.say}})
+			c.say(t, conv, step.say)
 			msgs := c.call(t, "GET", "/conversations/"+conv+"/messages", nil)["messages"].([]any)
 			if got := msgs[0].(map[string]any)["payload"].(map[string]any)["text"]; got != step.answer {
 				t.Fatalf("message %d (%q): answered %q, want %q", i, step.say, got, step.answer)

@@ -25,10 +25,11 @@ type Write struct {
 	More []*model.Signal
 	// Local says the write changes only its own conversation's rows (its
 	// messages, events, signals, turns, handoff and states, a workflow
-	// dialog's inactivity timeout, the conversation, its lease), besides inserting rows no other write
-	// changes (logs, turn runs): an engine may commit it in one
-	// transaction with other conversations' writes, side by side with
-	// other such transactions (PostgreSQL's group commit). A write that
+	// dialog's inactivity timeout, the conversation, its lease), besides
+	// inserting rows no other write changes (logs, turn runs): an engine
+	// may commit it in one transaction with other conversations' writes,
+	// side by side with other such transactions (PostgreSQL's group
+	// commit). A write that
 	// is not local (one changing a user's or the bot's state, another
 	// conversation, an issue) commits in a transaction of its own there,
 	// so that two transactions never take such shared rows in different

@@ -72,7 +72,7 @@ func (d *Dispatcher) leaseFrom(ctx context.Context, cancel context.CancelFunc, r
 			// Stop in the middle of one hands the lease over: sqlstore's
 			// Take). Released (a no-op if not), another node need not
 			// wait for it to expire.
-			if p != nil || ctx.Err() != nil {
+			if p != nil || ctx.Err() != nil || errors.Is(err, context.DeadlineExceeded) {
 				d.release(ref)
 			} else {
 				d.forgetHeld(ref)
