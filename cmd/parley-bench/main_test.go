@@ -40,16 +40,8 @@ func TestBenchRuns(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts servers")
 	}
-	o, err := parse([]string{"-duration", "1s", "-conns", "2", "-convs", "4", "-rates", "20",
+	got, out := runBench(t, []string{"-duration", "1s", "-conns", "2", "-convs", "4", "-rates", "20",
 		"-rate-duration", "2s", "-listeners", "5", "-idle", "1s"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got map[string]map[string]float64
-	out := captureStdout(t, func() { got, err = run(o) })
-	if err != nil {
-		t.Fatal(err)
-	}
 	if got["sqlite"]["parley"] <= 0 || got["sqlite"]["bare"] <= 0 {
 		t.Fatalf("sustained rates = %v", got)
 	}
@@ -159,15 +151,7 @@ func TestBenchBotkit(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "node_modules")); err != nil {
 		t.Skipf("no %s/node_modules (cd bench/botkit && npm ci)", dir)
 	}
-	o, err := parse([]string{"-botkit", dir, "-duration", "1s", "-conns", "2", "-rates", "", "-listeners", "0"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got map[string]map[string]float64
-	out := captureStdout(t, func() { got, err = run(o) })
-	if err != nil {
-		t.Fatal(err)
-	}
+	got, out := runBench(t, []string{"-botkit", dir, "-duration", "1s", "-conns", "2", "-rates", "", "-listeners", "0"})
 	if got["sqlite"]["botkit"] <= 0 || got["sqlite"]["parley"] <= 0 {
 		t.Fatalf("sustained rates = %v", got)
 	}
@@ -328,16 +312,8 @@ func TestBenchRunsWorkflowBot(t *testing.T) {
 	}
 	// A long fold bound: on a loaded machine (the whole suite, -race) a
 	// turn past 5 ms commits its message first.
-	o, err := parse([]string{"-bot", "workflow", "-duration", "1s", "-conns", "2", "-rates", "", "-listeners", "0", "-botkit", "",
+	got, out := runBench(t, []string{"-bot", "workflow", "-duration", "1s", "-conns", "2", "-rates", "", "-listeners", "0", "-botkit", "",
 		"-env", "PARLEY_FOLD_WITHIN=10s"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got map[string]map[string]float64
-	out := captureStdout(t, func() { got, err = run(o) })
-	if err != nil {
-		t.Fatal(err)
-	}
 	if got["sqlite"]["parley"] <= 0 {
 		t.Fatalf("sustained rates = %v", got)
 	}
@@ -349,6 +325,22 @@ func TestBenchRunsWorkflowBot(t *testing.T) {
 	if n, err := strconv.Atoi(share); err != nil || n < 50 {
 		t.Errorf("folded = %q, want most messages (a workflow bot's turn folds)", f)
 	}
+}
+
+// runBench runs parley-bench with args and returns the sustained rates by
+// engine and target, and what it printed.
+func runBench(t *testing.T, args []string) (map[string]map[string]float64, string) {
+	t.Helper()
+	o, err := parse(args)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got map[string]map[string]float64
+	out := captureStdout(t, func() { got, err = run(o) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got, out
 }
 
 // TestPGPoolEnv checks the pool cap given to the Parley servers of a

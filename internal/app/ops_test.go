@@ -75,16 +75,7 @@ func TestMetricsScrapedAndParsed(t *testing.T) {
 	var families map[string]*dto.MetricFamily
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		res, body := get(t, a.MetricsURL())
-		if res.StatusCode != 200 {
-			t.Fatalf("GET /metrics: %d %s", res.StatusCode, body)
-		}
-		var err error
-		parser := expfmt.NewTextParser(model.UTF8Validation)
-		families, err = parser.TextToMetricFamilies(bytes.NewReader(body))
-		if err != nil {
-			t.Fatalf("parse /metrics: %v\n%s", err, body)
-		}
+		families = scrape(t, a.MetricsURL())
 		if counter(families, "parley_turns_total", map[string]string{"outcome": "failed"}) >= 1 || time.Now().After(deadline) {
 			break
 		}
@@ -126,6 +117,21 @@ func TestMetricsScrapedAndParsed(t *testing.T) {
 
 // counter is the value of the family's metric whose labels include want
 // (a counter, or a histogram's count).
+// scrape reads the metrics at url with the Prometheus text parser.
+func scrape(t *testing.T, url string) map[string]*dto.MetricFamily {
+	t.Helper()
+	res, body := get(t, url)
+	if res.StatusCode != 200 {
+		t.Fatalf("GET %s: %d %s", url, res.StatusCode, body)
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(bytes.NewReader(body))
+	if err != nil {
+		t.Fatalf("parse %s: %v\n%s", url, err, body)
+	}
+	return families
+}
+
 func counter(families map[string]*dto.MetricFamily, name string, want map[string]string) float64 {
 	f := families[name]
 	if f == nil {

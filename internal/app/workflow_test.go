@@ -3,12 +3,10 @@ package app_test
 import (
 	"context"
 	"encoding/json"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -336,31 +334,16 @@ func TestWorkflowBotAnswersWithTheMessage(t *testing.T) {
 			}
 		}
 		if n := foldedMessages(t, a) - before; n != 4 {
-			t.Fatalf("%d of 4 messages folded with their answer", n)
+			t.Fatalf("%v of 4 messages folded with their answer", n)
 		}
 	})
 }
 
 // foldedMessages reads parley_user_messages_total{commit="folded"} off
 // the server's /metrics.
-func foldedMessages(t *testing.T, a *app.App) int {
+func foldedMessages(t *testing.T, a *app.App) float64 {
 	t.Helper()
-	res, err := http.Get(a.URL + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	body, _ := io.ReadAll(res.Body)
-	for _, line := range strings.Split(string(body), "\n") {
-		if v, ok := strings.CutPrefix(line, `parley_user_messages_total{commit="folded"} `); ok {
-			n, err := strconv.Atoi(strings.TrimSpace(v))
-			if err != nil {
-				t.Fatalf("%q: %v", line, err)
-			}
-			return n
-		}
-	}
-	return 0
+	return counter(scrape(t, a.URL+"/metrics"), "parley_user_messages_total", map[string]string{"commit": "folded"})
 }
 
 // TestWorkflowBotKeepsItsStates: a workflow bot's folded turns leave the
