@@ -119,3 +119,32 @@ func logTimeoutState(t *testing.T, nodes ...*app.App) {
 	pending, err := db.Signals().PendingConversations(ctx, 10)
 	t.Logf("conversations with pending turns: %v (err %v)", pending, err)
 }
+
+// TestFoldedDialogAfterATimeout: a folded turn leaves its dialog (waiting
+// for a capture) to the conversation's next message; the dialog's timeout,
+// a turn of its own, ends that dialog first, so the next message starts
+// main again instead of answering the capture, on both engines.
+func TestFoldedDialogAfterATimeout(t *testing.T) {
+	engines(t, func(t *testing.T, cfg func() app.Config) {
+		c0 := cfg()
+		c0.FoldWithin = 10 * time.Second
+		a := testapp.Start(t, c0)
+		_, url := workflowBot(t, a, json.RawMessage(timeoutBot))
+		before := foldedMessages(t, a)
+		c, conv, userID := startTimeoutConversation(t, url)
+		if got := c.botTexts(t, conv, userID, 2); !slices.Equal(got, []string{"waiting for you", "Timed out"}) {
+			t.Fatalf("the timeout: %q", got)
+		}
+		c.say(t, conv, "again")
+		if got := c.botTexts(t, conv, userID, 3); !slices.Equal(got, []string{"waiting for you", "Timed out", "waiting for you"}) {
+			t.Fatalf("after the timeout: %q", got)
+		}
+		c.say(t, conv, "Ada")
+		if got := c.botTexts(t, conv, userID, 4); len(got) != 4 || got[3] != "got Ada" {
+			t.Fatalf("the capture's answer: %q", got)
+		}
+		if n := foldedMessages(t, a) - before; n != 3 {
+			t.Fatalf("%v of 3 messages folded", n)
+		}
+	})
+}

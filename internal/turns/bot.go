@@ -60,6 +60,9 @@ type TurnInput struct {
 	// (store.PendingTurn.Start, while the batch's turns before it kept
 	// it); nil: read it.
 	start *store.TurnStart
+	// dialog is the workflow dialog the conversation's last turn stored
+	// and kept (keptStart.dialog); nil: read it.
+	dialog *keptDialog
 }
 
 // BotEvent is the data of an incoming (or outgoing) bot event, from which

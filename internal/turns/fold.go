@@ -358,6 +358,10 @@ func (f *fold) run(ctx context.Context, m *model.Message) error {
 	// its turn) while the turn runs.
 	t, msg := *f.w.Turn, *m
 	p := store.PendingTurn{Turn: &t, Message: &msg, Start: &idle.Start}
+	folded := &foldedTurn{gate: f.gate}
+	if f.kept != nil {
+		folded.dialog = f.kept.dialog
+	}
 	// On a stop the turn gets the grace period a worker's turn gets.
 	tctx, tcancel := context.WithTimeout(context.WithoutCancel(ctx), d.o.TurnTimeout)
 	stopTurn := context.AfterFunc(d.ctx, func() { time.AfterFunc(turnStopGrace, tcancel) })
@@ -366,7 +370,7 @@ func (f *fold) run(ctx context.Context, m *model.Message) error {
 		defer tcancel()
 		defer stopTurn()
 		started := time.Now()
-		out, err := d.runTurn(tctx, p, 0, f.gate)
+		out, err := d.runTurn(tctx, p, 0, folded)
 		done <- ran{out, err, started, time.Since(started)}
 	}()
 	timer := time.NewTimer(d.o.FoldWithin)
@@ -439,7 +443,7 @@ func (f *fold) commitFolded(ctx context.Context, r ran, start store.IdleTurn) er
 		// one starts there (unless a worker runs the conversation first,
 		// which drops it: Dispatcher.runConversation).
 		if next, ok := r.out.nextStart(start.Start); ok {
-			d.kept.put(f.ref, keptStart{userID: t.UserID, start: next, seq: t.Seq})
+			d.kept.put(f.ref, keptStart{userID: t.UserID, start: next, seq: t.Seq, dialog: r.out.nextDialog})
 		}
 	}
 	if err != nil {

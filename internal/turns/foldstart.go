@@ -40,6 +40,23 @@ type keptStart struct {
 	userID string
 	start  store.TurnStart
 	seq    int64 // the conversation's last turn number
+	// dialog is the workflow dialog the last turn stored or left as it
+	// found it; nil: not kept (a code bot's turn), the next turn reads it.
+	dialog *keptDialog
+}
+
+// keptDialog is a conversation's workflow dialog state as the store holds
+// it after a turn (raw nil: none stored). Only the conversation's turns
+// write it (a dialog timeout is a turn too), so the last-turn check that
+// every folded commit makes also tells the kept dialog still holds.
+type keptDialog struct{ raw []byte }
+
+// foldedTurn is what the turn of a message not committed yet gets beyond
+// its pending turn: the gate it passes before it steps outside what its
+// completion holds, and the dialog its conversation's last turn kept.
+type foldedTurn struct {
+	gate   func(context.Context) error
+	dialog *keptDialog
 }
 
 // take removes and returns the conversation's kept start when it is the
@@ -62,7 +79,11 @@ func (k *keptStarts) drop(ref model.ConversationRef) {
 }
 
 func (k *keptStarts) put(ref model.ConversationRef, ks keptStart) {
-	if len(ks.start.UserState)+len(ks.start.ConvState)+len(ks.start.BotState) > maxKeptStateBytes {
+	size := len(ks.start.UserState) + len(ks.start.ConvState) + len(ks.start.BotState)
+	if ks.dialog != nil {
+		size += len(ks.dialog.raw)
+	}
+	if size > maxKeptStateBytes {
 		return
 	}
 	k.mu.Lock()

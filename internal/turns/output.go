@@ -125,6 +125,9 @@ type turnOutput struct {
 	// unchanged) of a turn that changed nothing else of its start
 	// (keepStartWith).
 	setStates *[3]json.RawMessage
+	// nextDialog is the workflow dialog the turn leaves stored, kept with
+	// its start for the next turn (keptStart.dialog).
+	nextDialog *keptDialog
 	// gate, when set, runs before the turn's first step outside what its
 	// completion holds (a Runtime API call, a read of the store): the
 	// turn of a message not committed yet (Dispatcher.Fold) commits it

@@ -109,9 +109,9 @@ func (d *Dispatcher) skipTurn(ctx context.Context, t *model.Turn, fence *store.F
 // runTurn runs a pending turn, read with what it refers to
 // (store.Chat.PendingTurnInputs), through its bot's Bot. out holds what
 // the turn commits with its completion (nil when the bot did not run).
-// gate, when not nil, runs before the turn's first effect its completion
-// does not hold (turnOutput.gate).
-func (d *Dispatcher) runTurn(ctx context.Context, p store.PendingTurn, attempt int, gate func(context.Context) error) (out *turnOutput, err error) {
+// folded, for the turn of a message not committed yet (Dispatcher.Fold),
+// holds its gate and the dialog its conversation's last turn kept.
+func (d *Dispatcher) runTurn(ctx context.Context, p store.PendingTurn, attempt int, folded *foldedTurn) (out *turnOutput, err error) {
 	t := p.Turn
 	bot, err := d.bots(ctx, t.BotID)
 	if err != nil || bot == nil {
@@ -122,7 +122,10 @@ func (d *Dispatcher) runTurn(ctx context.Context, p store.PendingTurn, attempt i
 		return nil, err
 	}
 	in.Attempt = attempt
-	out = &turnOutput{out: outbox{d.store, d.commit}, botID: t.BotID, conv: t.ConversationID, last: in.Event.CreatedAt, gate: gate}
+	out = &turnOutput{out: outbox{d.store, d.commit}, botID: t.BotID, conv: t.ConversationID, last: in.Event.CreatedAt}
+	if folded != nil {
+		out.gate, in.dialog = folded.gate, folded.dialog
+	}
 	if h, ok := bot.(EffectHolder); ok {
 		out.hold = h.HoldsEffects()
 	}

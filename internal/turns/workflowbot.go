@@ -95,17 +95,27 @@ func (wb *workflowBot) HandleTurn(ctx context.Context, in *TurnInput, out BotOut
 	if err != nil {
 		return err
 	}
-	dialog, err := rt.loadDialog(ctx, b.ID, in.ConversationID)
-	if err != nil {
-		return err
+	// The dialog as the conversation's last turn kept it, or read.
+	stored := in.dialog
+	if stored == nil {
+		raw, err := rt.store.States().Get(ctx, b.ID, ScopeDialog, in.ConversationID)
+		if err != nil {
+			return err
+		}
+		stored = &keptDialog{raw: raw}
 	}
-	res := workflow.RunTurn(ctx, rt.engine, doc, rin, dialog, nil, model.Now(), rt.knowledge(ctx, b.ID, bases))
+	res := workflow.RunTurn(ctx, rt.engine, doc, rin, rt.decodeDialog(b.ID, in.ConversationID, stored.raw), nil, model.Now(), rt.knowledge(ctx, b.ID, bases))
 	if res.Err != nil {
 		return res.Err
 	}
-	// The dialog is read from the store at every turn; the rest of what
-	// the next turn starts with may be kept, as a code bot's.
+	// What the next turn starts with may be kept, as a code bot's, and
+	// with it the dialog the turn leaves stored (as it found it, unless
+	// its completion stores another).
 	tellStart(out, rin.Host, res.TurnResult)
+	next := &keptDialog{raw: stored.raw}
+	if o, ok := out.(*turnOutput); ok {
+		o.nextDialog = next
+	}
 	// Stored with the turn's held replies and its completion, in one
 	// transaction (EffectHolder).
 	complete := func(ctx context.Context, tx store.Store) error {
@@ -113,9 +123,11 @@ func (wb *workflowBot) HandleTurn(ctx context.Context, in *TurnInput, out BotOut
 			return err
 		}
 		if res.Outcome != nil {
-			if err := saveDialog(ctx, tx, b.ID, in.ConversationID, in.UserID, res.Outcome.Dialog, doc); err != nil {
+			raw, err := saveDialog(ctx, tx, b.ID, in.ConversationID, in.UserID, res.Outcome.Dialog, doc)
+			if err != nil {
 				return err
 			}
+			next.raw = raw
 		}
 		return rt.recordWorkflowTurn(ctx, tx, b.ID, v.ID, rin.Event, res)
 	}
@@ -141,29 +153,30 @@ func (wb *workflowBot) HoldsEffects() bool { return true }
 
 // foldable: as a code bot's, a workflow's turn steps outside what its
 // completion holds only through its host (its code cards' client calls,
-// their reads), which tells the turn's effectGate first; it reads its
-// dialog from the store, which only the conversation's turns write (a
-// dialog timeout is a turn, which a folded commit finds in between), and
-// it keeps no start (nextStart), so the next turn reads its own.
+// their reads), which tells the turn's effectGate first; its dialog, read
+// or kept from the last turn (keptDialog), is written only by the
+// conversation's turns (a dialog timeout is a turn, which a folded commit
+// finds in between).
 func (wb *workflowBot) foldable() {}
 
 // saveDialog stores a conversation's dialog state and, in the same
 // transaction, its inactivity due time (cleared when the dialog ended):
 // the scheduler fires it from the store, so it survives restarts and
-// fires on whichever node holds the scheduler lease.
-func saveDialog(ctx context.Context, tx store.Store, botID, convID, userID string, d *workflow.Dialog, doc *workflow.Bot) error {
+// fires on whichever node holds the scheduler lease. It returns what it
+// stored.
+func saveDialog(ctx context.Context, tx store.Store, botID, convID, userID string, d *workflow.Dialog, doc *workflow.Bot) (json.RawMessage, error) {
 	raw, err := json.Marshal(d)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if err := tx.States().Put(ctx, botID, ScopeDialog, convID, raw); err != nil {
-		return err
+		return nil, err
 	}
 	at := d.TimeoutAt(doc)
 	if at.IsZero() {
-		return tx.DialogTimeouts().Clear(ctx, botID, convID)
+		return raw, tx.DialogTimeouts().Clear(ctx, botID, convID)
 	}
-	return tx.DialogTimeouts().Set(ctx, &store.DialogTimeout{BotID: botID, ConversationID: convID, UserID: userID, DueAt: at})
+	return raw, tx.DialogTimeouts().Set(ctx, &store.DialogTimeout{BotID: botID, ConversationID: convID, UserID: userID, DueAt: at})
 }
 
 // recordWorkflowTurn stores a workflow turn's logs (tagged with the
@@ -185,17 +198,17 @@ func (rt *Runtime) recordWorkflowTurn(ctx context.Context, tx store.Store, botID
 	return recordTurn(ctx, tx, botID, versionID, ev, res.Logs, workflowID, problems)
 }
 
-func (rt *Runtime) loadDialog(ctx context.Context, botID, convID string) (*workflow.Dialog, error) {
-	raw, err := rt.store.States().Get(ctx, botID, ScopeDialog, convID)
-	if err != nil || raw == nil {
-		return nil, err
+// decodeDialog decodes a stored dialog state (nil for none).
+func (rt *Runtime) decodeDialog(botID, convID string, raw []byte) *workflow.Dialog {
+	if raw == nil {
+		return nil
 	}
 	var d workflow.Dialog
 	if err := json.Unmarshal(raw, &d); err != nil {
 		rt.log.Warn("workflow: corrupt dialog state, starting afresh", "bot", botID, "conversation", convID, "err", err)
-		return nil, nil
+		return nil
 	}
-	return &d, nil
+	return &d
 }
 
 // runSchedule runs a schedule trigger's turn for its scheduled time at

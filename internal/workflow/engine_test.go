@@ -422,3 +422,50 @@ func TestWebhookTrigger(t *testing.T) {
 		}
 	}
 }
+
+// TestDriverAwaitsOnlyWhatIsAsync: the driver answers most requests at
+// once and awaits only thenables; whatever an expression, a code card or
+// an action gives later (or throws later) is what the turn sees.
+func TestDriverAwaitsOnlyWhatIsAsync(t *testing.T) {
+	cases := []struct {
+		name, cards, actions string
+		want                 []string
+	}{
+		{"a condition that is a promise is its value, not a truthy object",
+			`{"type": "expression", "condition": "Promise.resolve(false)", "to": "no"}, {"type": "message", "payload": "kept on"}`,
+			``, []string{"kept on"}},
+		{"a template's promise is awaited",
+			`{"type": "message", "payload": "{{ Promise.resolve('later') }}"}`, ``, []string{"later"}},
+		{"a code card's work after an await comes before the next card",
+			`{"type": "code", "code": "await null; await Promise.resolve(); workflow.v = 'set late'"}, {"type": "message", "payload": "{{ workflow.v }}"}`,
+			``, []string{"set late"}},
+		{"an async action's result is its output",
+			`{"type": "action", "action": "slow", "input": {"n": 2}, "output": "workflow.out"}, {"type": "message", "payload": "{{ workflow.out.n }}"}`,
+			`"actions": {"slow": {"code": "await null; return { n: input.n * 10 }"}}`, []string{"20"}},
+		{"a thenable that is not a promise is awaited too",
+			`{"type": "action", "action": "th", "output": "workflow.out"}, {"type": "message", "payload": "{{ workflow.out }}"}`,
+			`"actions": {"th": {"code": "return { then(ok) { ok('from then') } }"}}`, []string{"from then"}},
+		{"a synchronous action's value is its output",
+			`{"type": "action", "action": "now", "output": "workflow.out"}, {"type": "message", "payload": "{{ workflow.out }}"}`,
+			`"actions": {"now": {"code": "return 'at once'"}}`, []string{"at once"}},
+		{"a rejection after an await leads to the error workflow",
+			`{"type": "code", "code": "await null; throw new Error('late boom')"}, {"type": "message", "payload": "not reached"}`,
+			``, []string{"Oops: late boom"}},
+		{"a synchronous throw in an expression leads to the error workflow",
+			`{"type": "message", "payload": "{{ (() => { throw new Error('early boom') })() }}"}`,
+			``, []string{"Oops: early boom"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			extra := []string{}
+			if tc.actions != "" {
+				extra = append(extra, tc.actions)
+			}
+			b := mustParse(t, doc(`{
+				"main": {"nodes": {"start": {"type": "start", "cards": [`+tc.cards+`]}, "no": {"type": "end", "cards": [{"type": "message", "payload": "went to no"}]}}},
+				"error": {"nodes": {"e": {"type": "start", "cards": [{"type": "message", "payload": "Oops: {{ workflow.error.message }}"}]}}}
+			}`, extra...))
+			converse(t, NewLocal(testEngine, b), []step{{say: "hi", want: tc.want}})
+		})
+	}
+}
