@@ -33,9 +33,6 @@ const driverJS = `(function () {
     }
     return f;
   }
-  function thenable(v) {
-    return v !== null && (typeof v === 'object' || typeof v === 'function') && typeof v.then === 'function';
-  }
   function describe(e) {
     if (e !== null && typeof e === 'object') {
       return { name: String(e.name || 'Error'), message: String(e.message === undefined ? e : e.message), stack: e.stack ? String(e.stack) : '' };
@@ -55,23 +52,7 @@ const driverJS = `(function () {
     function args(value) {
       return [ctx.event, obj('user'), obj('conversation'), obj('bot'), scope.workflow, scope.session, ctx.actions, ctx.client, ctx.logger, st, ctx.message, value];
     }
-    async function settle(v, bool) {
-      v = await v;
-      return bool ? !!v : v;
-    }
-    async function exec(req) {
-      await compile('code', req.src).apply(undefined, args(req.value));
-      return null;
-    }
-    async function send(req) {
-      var r = await ctx.client.createMessage({ conversationId: ctx.event.conversationId, payload: req.payload });
-      return r && r.message ? r.message.id : null;
-    }
-    // perform answers a request: at once, or with a thenable the loop
-    // awaits (code, actions, the client). Only those pay for an await: a
-    // turn's other requests (begin, frame, eval, snapshot: four of an echo
-    // turn's five) do not go through a promise job each.
-    function perform(req) {
+    async function perform(req) {
       if (req.context) st.context = req.context;
       switch (req.op) {
         case 'begin':
@@ -85,19 +66,21 @@ const driverJS = `(function () {
           return null;
         case 'eval':
           var v = compile('expr', req.src).apply(undefined, args(req.value));
-          if (thenable(v)) return settle(v, req.bool);
+          if (v !== null && typeof v === 'object' && typeof v.then === 'function') v = await v;
           return req.bool ? !!v : v;
         case 'exec':
-          return exec(req);
+          await compile('code', req.src).apply(undefined, args(req.value));
+          return null;
         case 'send':
-          return send(req);
+          var r = await ctx.client.createMessage({ conversationId: ctx.event.conversationId, payload: req.payload });
+          return r && r.message ? r.message.id : null;
         case 'action':
           var f = ctx.actions[req.name];
           if (typeof f !== 'function') throw new Error('unknown action ' + req.name);
-          return f(req.input);
+          return await f(req.input);
         case 'client':
           if (req.name !== 'findTableRows' && req.name !== 'upsertTableRows' && req.name !== 'requestHandoff') throw new Error('unknown client request ' + req.name);
-          return ctx.client[req.name](req.input);
+          return await ctx.client[req.name](req.input);
         case 'set':
           obj(req.scope)[req.name] = req.value;
           return null;
@@ -124,8 +107,7 @@ const driverJS = `(function () {
         var req = d(res);
         if (!req || req.op === 'done') return;
         try {
-          var out = perform(req);
-          if (thenable(out)) out = await out;
+          var out = await perform(req);
           res = stringify({ ok: out === undefined ? null : out });
         } catch (e) {
           res = stringify({ error: describe(e) });

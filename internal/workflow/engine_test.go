@@ -423,10 +423,10 @@ func TestWebhookTrigger(t *testing.T) {
 	}
 }
 
-// TestDriverAwaitsOnlyWhatIsAsync: the driver answers most requests at
-// once and awaits only thenables; whatever an expression, a code card or
-// an action gives later (or throws later) is what the turn sees.
-func TestDriverAwaitsOnlyWhatIsAsync(t *testing.T) {
+// TestDriverAwaitsWhatIsAsync: whatever an expression, a code card or an
+// action gives later, through a promise or another thenable (or throws
+// later), is what the turn sees.
+func TestDriverAwaitsWhatIsAsync(t *testing.T) {
 	cases := []struct {
 		name, cards, actions string
 		want                 []string
