@@ -12,8 +12,9 @@ import (
 )
 
 // keptStarts' bounds: beyond maxKeptStarts conversations, one's start is
-// forgotten; a start whose states take more than maxKeptStateBytes is not
-// kept (a few thousand starts then hold a few megabytes at most).
+// forgotten; a start whose states (and workflow dialog) take more than
+// maxKeptStateBytes is not kept (a few thousand starts then hold a few
+// megabytes at most).
 const (
 	maxKeptStarts     = 4096
 	maxKeptStateBytes = 8 << 10

@@ -10,8 +10,8 @@ import (
 )
 
 // TestKeptStartsBounded: keptStarts holds at most maxKeptStarts
-// conversations and no start with large states; take gives a start once,
-// and only to its user.
+// conversations and no start with large states (a workflow's dialog
+// included); take gives a start once, and only to its user.
 func TestKeptStartsBounded(t *testing.T) {
 	var k keptStarts
 	ref := func(i int) model.ConversationRef {
@@ -38,5 +38,15 @@ func TestKeptStartsBounded(t *testing.T) {
 	k.put(last, big)
 	if _, ok := k.take(last, "u"); ok {
 		t.Fatal("a start with large states was kept")
+	}
+	// A workflow dialog counts with the states.
+	half := json.RawMessage(`"` + strings.Repeat("s", maxKeptStateBytes/2) + `"`)
+	k.put(last, keptStart{userID: "u", start: store.TurnStart{UserState: half}, dialog: &keptDialog{raw: half}})
+	if _, ok := k.take(last, "u"); ok {
+		t.Fatal("a start whose states and dialog are large was kept")
+	}
+	k.put(last, keptStart{userID: "u", start: store.TurnStart{UserState: half}, dialog: &keptDialog{raw: []byte(`{"turns":1}`)}})
+	if ks, ok := k.take(last, "u"); !ok || string(ks.dialog.raw) != `{"turns":1}` {
+		t.Fatalf("a start with a small dialog: %+v, %v", ks, ok)
 	}
 }
