@@ -14,7 +14,9 @@ import (
 	"github.com/parley-bots/parley/internal/administration"
 	"github.com/parley-bots/parley/internal/app"
 	"github.com/parley-bots/parley/internal/model"
+	"github.com/parley-bots/parley/internal/store"
 	"github.com/parley-bots/parley/internal/testutil/testapp"
+	"github.com/parley-bots/parley/internal/turns"
 	"github.com/parley-bots/parley/internal/workflow/botdir"
 )
 
@@ -370,6 +372,84 @@ func TestWorkflowBotKeepsItsStates(t *testing.T) {
 			if got := msgs[0].(map[string]any)["payload"].(map[string]any)["text"]; got != step.answer {
 				t.Fatalf("message %d (%q): answered %q, want %q", i, step.say, got, step.answer)
 			}
+		}
+	})
+}
+
+// TestIdleWorkflowDialogStoresNothing: a turn that leaves an idle dialog
+// as it found it writes neither the dialog nor its inactivity timeout
+// (stored idle, it has none); a dialog that waits is stored with its
+// timeout, and cleared when it ends, on both engines. A timeout row put
+// under an idle dialog (which no turn would leave) tells the writes: a
+// turn that stored its dialog would have cleared it.
+func TestIdleWorkflowDialogStoresNothing(t *testing.T) {
+	engines(t, func(t *testing.T, cfg func() app.Config) {
+		c0 := cfg()
+		c0.FoldWithin = 10 * time.Second
+		a := testapp.Start(t, c0)
+		botID, url := workflowBot(t, a, json.RawMessage(`{"workflows":{"main":{"nodes":{"s":{"type":"start","cards":[
+			{"type":"expression","condition":"event.preview === 'ask'","to":"ask"},
+			{"type":"message","payload":"echo {{ event.preview }}"}]},
+			"ask":{"type":"standard","cards":[{"type":"capture","kind":"number","variable":"workflow.n","prompt":"Number?"},
+			{"type":"message","payload":"n={{ workflow.n }}"}]}}}}}`))
+		c, conv, _ := chatSession(t, url)
+		ctx := context.Background()
+		db := a.Store()
+		answer := func(say, want string) {
+			t.Helper()
+			c.say(t, conv, say)
+			msgs := c.call(t, "GET", "/conversations/"+conv+"/messages", nil)["messages"].([]any)
+			if got := msgs[0].(map[string]any)["payload"].(map[string]any)["text"]; got != want {
+				t.Fatalf("%q: answered %q, want %q", say, got, want)
+			}
+		}
+		dialog := func() string {
+			t.Helper()
+			raw, err := db.States().Get(ctx, botID, turns.ScopeDialog, conv)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return string(raw)
+		}
+		timeout := func() *store.DialogTimeout {
+			t.Helper()
+			due, err := db.DialogTimeouts().Due(ctx, time.Now().Add(48*time.Hour), 100)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, d := range due {
+				if d.ConversationID == conv {
+					return d
+				}
+			}
+			return nil
+		}
+		answer("a", "echo a")
+		if d := dialog(); d != `{"turns":1}` {
+			t.Fatalf("idle dialog after the first turn: %s", d)
+		}
+		probe := time.Now().Add(24 * time.Hour).Truncate(time.Millisecond)
+		if err := db.DialogTimeouts().Set(ctx, &store.DialogTimeout{BotID: botID, ConversationID: conv, UserID: "probe", DueAt: probe}); err != nil {
+			t.Fatal(err)
+		}
+		answer("b", "echo b")
+		answer("c", "echo c")
+		if d := timeout(); d == nil || !d.DueAt.Equal(probe) {
+			t.Fatalf("the idle turns wrote their dialog: the probe is %+v", d)
+		}
+		answer("ask", "Number?")
+		if d := dialog(); !strings.Contains(d, `"waiting":"capture"`) || !strings.Contains(d, `"lastActivity":`) {
+			t.Fatalf("waiting dialog: %s", d)
+		}
+		if d := timeout(); d == nil || d.DueAt.Equal(probe) || d.UserID == "probe" {
+			t.Fatalf("the waiting dialog's timeout: %+v", d)
+		}
+		answer("7", "n=7")
+		if d := dialog(); d != `{"turns":1}` {
+			t.Fatalf("idle dialog after the capture: %s", d)
+		}
+		if d := timeout(); d != nil {
+			t.Fatalf("the ended dialog's timeout is still stored: %+v", d)
 		}
 	})
 }

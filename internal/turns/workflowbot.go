@@ -1,6 +1,7 @@
 package turns
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -113,6 +114,19 @@ func (wb *workflowBot) HandleTurn(ctx context.Context, in *TurnInput, out BotOut
 	// its completion stores another).
 	tellStart(out, rin.Host, res.TurnResult)
 	next := &keptDialog{raw: stored.raw}
+	var save *workflow.Dialog // the dialog the completion stores, as next.raw
+	if res.Outcome != nil {
+		raw, err := json.Marshal(res.Outcome.Dialog)
+		if err != nil {
+			return err
+		}
+		// An idle dialog the store holds as it is needs no write: stored
+		// idle, its inactivity timeout was cleared with it (saveDialog),
+		// and only a dialog write sets one.
+		if !res.Outcome.Dialog.TimeoutAt(doc).IsZero() || !bytes.Equal(raw, stored.raw) {
+			save, next.raw = res.Outcome.Dialog, raw
+		}
+	}
 	if o, ok := out.(*turnOutput); ok {
 		o.nextDialog = next
 	}
@@ -122,12 +136,10 @@ func (wb *workflowBot) HandleTurn(ctx context.Context, in *TurnInput, out BotOut
 		if err := rt.saveStates(ctx, tx, b.ID, in, res.States); err != nil {
 			return err
 		}
-		if res.Outcome != nil {
-			raw, err := saveDialog(ctx, tx, b.ID, in.ConversationID, in.UserID, res.Outcome.Dialog, doc)
-			if err != nil {
+		if save != nil {
+			if err := saveDialog(ctx, tx, b.ID, in.ConversationID, in.UserID, next.raw, save.TimeoutAt(doc)); err != nil {
 				return err
 			}
-			next.raw = raw
 		}
 		return rt.recordWorkflowTurn(ctx, tx, b.ID, v.ID, rin.Event, res)
 	}
@@ -159,24 +171,18 @@ func (wb *workflowBot) HoldsEffects() bool { return true }
 // finds in between).
 func (wb *workflowBot) foldable() {}
 
-// saveDialog stores a conversation's dialog state and, in the same
-// transaction, its inactivity due time (cleared when the dialog ended):
-// the scheduler fires it from the store, so it survives restarts and
-// fires on whichever node holds the scheduler lease. It returns what it
-// stored.
-func saveDialog(ctx context.Context, tx store.Store, botID, convID, userID string, d *workflow.Dialog, doc *workflow.Bot) (json.RawMessage, error) {
-	raw, err := json.Marshal(d)
-	if err != nil {
-		return nil, err
-	}
+// saveDialog stores a conversation's dialog state (its JSON, raw) and, in
+// the same transaction, its inactivity due time at (zero: the dialog is
+// idle, none): the scheduler fires it from the store, so it survives
+// restarts and fires on whichever node holds the scheduler lease.
+func saveDialog(ctx context.Context, tx store.Store, botID, convID, userID string, raw json.RawMessage, at time.Time) error {
 	if err := tx.States().Put(ctx, botID, ScopeDialog, convID, raw); err != nil {
-		return nil, err
+		return err
 	}
-	at := d.TimeoutAt(doc)
 	if at.IsZero() {
-		return raw, tx.DialogTimeouts().Clear(ctx, botID, convID)
+		return tx.DialogTimeouts().Clear(ctx, botID, convID)
 	}
-	return raw, tx.DialogTimeouts().Set(ctx, &store.DialogTimeout{BotID: botID, ConversationID: convID, UserID: userID, DueAt: at})
+	return tx.DialogTimeouts().Set(ctx, &store.DialogTimeout{BotID: botID, ConversationID: convID, UserID: userID, DueAt: at})
 }
 
 // recordWorkflowTurn stores a workflow turn's logs (tagged with the

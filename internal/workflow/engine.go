@@ -69,11 +69,17 @@ type Dialog struct {
 	Waiting  string         `json:"waiting,omitempty"` // "", "input" or "capture"
 	Attempts int            `json:"attempts,omitempty"`
 	Session  map[string]any `json:"session,omitempty"`
-	// LastActivity is Unix milliseconds.
+	// LastActivity is Unix milliseconds, kept while the dialog is active
+	// (only an active dialog times out: TimeoutAt).
 	LastActivity int64 `json:"lastActivity,omitempty"`
 	// Timeout overrides the inactivity timeout, in minutes (timeout card).
 	Timeout float64 `json:"timeout,omitempty"`
-	Turns   int     `json:"turns"`
+	// Turns is 0 until the conversation's first turn (the
+	// conversation_started trigger), then 1. (It was a count, which no
+	// rule read; a stored count stays as it is.) With LastActivity, a turn
+	// that leaves an idle dialog as it found it changes none of it, and
+	// then stores nothing (package turns).
+	Turns int `json:"turns"`
 }
 
 // Frame is one running workflow: where it is and its variables.
@@ -296,8 +302,6 @@ func (r *run) top() *Frame {
 }
 
 func (r *run) turn(trig *Trigger) error {
-	first := r.d.Turns == 0
-	_ = first
 	var vars map[string]any
 	if f := r.top(); f != nil {
 		vars = f.Vars
@@ -314,8 +318,8 @@ func (r *run) turn(trig *Trigger) error {
 	if _, err := r.req("begin", "workflow", orEmpty(vars), "session", orEmpty(r.d.Session), "defaults", defaults); err != nil {
 		return unwrapFatal(err)
 	}
-	if r.in.Kind != InputSchedule {
-		r.d.Turns++
+	if r.in.Kind != InputSchedule && r.d.Turns == 0 {
+		r.d.Turns = 1
 	}
 	changed := true
 	if r.d.expired(r.b, r.in.Now) {
@@ -353,7 +357,10 @@ func (r *run) turn(trig *Trigger) error {
 		f.Vars = snap.Workflow
 	}
 	r.d.Session = snap.Session
-	if changed && r.in.Kind != InputSchedule {
+	switch {
+	case !r.d.Active():
+		r.d.LastActivity = 0
+	case changed && r.in.Kind != InputSchedule:
 		r.d.LastActivity = r.in.Now.UnixMilli()
 	}
 	return nil

@@ -469,3 +469,33 @@ func TestDriverAwaitsWhatIsAsync(t *testing.T) {
 		})
 	}
 }
+
+// TestIdleDialogUnchanged: a turn that starts and ends its workflow leaves
+// the idle dialog it found as it was (its turn counter stops at 1, and an
+// idle dialog keeps no activity time), so the service stores nothing for
+// it; a waiting dialog keeps its last activity, for its timeout.
+func TestIdleDialogUnchanged(t *testing.T) {
+	b := mustParse(t, doc(`{"main": {"nodes": {
+		"start": {"type": "start", "cards": [
+			{"type": "expression", "condition": "event.preview === 'ask'", "to": "ask"},
+			{"type": "message", "payload": "echo {{ event.preview }}"}]},
+		"ask": {"type": "standard", "cards": [{"type": "capture", "kind": "raw", "variable": "workflow.x", "prompt": "x?"}]}}}}`))
+	l := NewLocal(testEngine, b)
+	now := time.UnixMilli(1_700_000_000_000)
+	l.Now = func() time.Time { now = now.Add(time.Minute); return now }
+	dialog := func() string { raw, _ := json.Marshal(l.Dialog); return string(raw) }
+	converse(t, l, []step{{say: "a", want: []string{"echo a"}}})
+	first := dialog()
+	converse(t, l, []step{{say: "b", want: []string{"echo b"}}, {say: "c", want: []string{"echo c"}}})
+	if d := dialog(); d != first || d != `{"turns":1}` {
+		t.Fatalf("idle dialog after later turns: %s, after the first: %s", d, first)
+	}
+	converse(t, l, []step{{say: "ask", want: []string{"x?"}}})
+	if l.Dialog.LastActivity != now.UnixMilli() || !l.Dialog.Active() {
+		t.Fatalf("waiting dialog: %s (now %d)", dialog(), now.UnixMilli())
+	}
+	converse(t, l, []step{{say: "42", want: nil}})
+	if d := dialog(); d != `{"turns":1}` {
+		t.Fatalf("idle dialog after the capture: %s", d)
+	}
+}
