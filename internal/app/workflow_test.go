@@ -313,24 +313,18 @@ func TestRestartInTheMiddleOfACapture(t *testing.T) {
 // turn to turn (a capture, its retry, the next capture), on both engines.
 func TestWorkflowBotAnswersWithTheMessage(t *testing.T) {
 	engines(t, func(t *testing.T, cfg func() app.Config) {
-		c0 := cfg()
-		c0.FoldWithin = 10 * time.Second // a slow machine still folds
-		a := testapp.Start(t, c0)
-		_, url := workflowBot(t, a, json.RawMessage(`{"workflows":{"main":{"nodes":{"s":{"type":"start","cards":[
+		a, _, url := foldedWorkflowBot(t, cfg, `{"workflows":{"main":{"nodes":{"s":{"type":"start","cards":[
 			{"type":"capture","kind":"number","variable":"workflow.n","prompt":"Number?","retries":1,"retryMessage":"A number please","onFailure":"fail"},
 			{"type":"capture","kind":"raw","variable":"workflow.name","prompt":"Name?"},
 			{"type":"message","payload":"n={{ workflow.n }} name={{ workflow.name }}"}]},
-			"fail":{"type":"end","cards":[{"type":"message","payload":"giving up"}]}}}}}`))
+			"fail":{"type":"end","cards":[{"type":"message","payload":"giving up"}]}}}}}`)
 		c, conv, userID := chatSession(t, url)
 		before := foldedMessages(t, a)
 		for i, step := range []struct{ say, answer string }{
 			{"hi", "Number?"}, {"x", "A number please"}, {"41", "Name?"}, {"Ada", "n=41 name=Ada"},
 		} {
-			c.say(t, conv, step.say)
 			// Listed at once: stored with the message, not after it.
-			out := c.call(t, "GET", "/conversations/"+conv+"/messages", nil)
-			msgs := out["messages"].([]any)
-			last := msgs[0].(map[string]any) // newest first
+			last := c.sayNewest(t, conv, step.say)
 			if last["userId"] == userID || last["payload"].(map[string]any)["text"] != step.answer {
 				t.Fatalf("message %d (%q): newest message once createMessage returned is %v, want the bot's %q", i, step.say, last, step.answer)
 			}
@@ -339,6 +333,27 @@ func TestWorkflowBotAnswersWithTheMessage(t *testing.T) {
 			t.Fatalf("%v of 4 messages folded with their answer", n)
 		}
 	})
+}
+
+// foldedWorkflowBot starts a server on which a message folds with its
+// workflow bot's answer even on a loaded machine (foldingApp), publishes
+// botJSON there, and returns the server, the bot's id and its Chat API
+// URL.
+func foldedWorkflowBot(t *testing.T, cfg func() app.Config, botJSON string) (a *app.App, botID, url string) {
+	t.Helper()
+	a, _ = foldingApp(t, cfg)
+	botID, url = workflowBot(t, a, json.RawMessage(botJSON))
+	return a, botID, url
+}
+
+// sayNewest says text in conv and returns the conversation's newest
+// message as soon as createMessage returned (a folded turn's answer is
+// stored by then).
+func (c *chatHTTP) sayNewest(t *testing.T, conv, text string) map[string]any {
+	t.Helper()
+	c.say(t, conv, text)
+	msgs := c.call(t, "GET", "/conversations/"+conv+"/messages", nil)["messages"].([]any)
+	return msgs[0].(map[string]any) // newest first
 }
 
 // foldedMessages reads parley_user_messages_total{commit="folded"} off
@@ -355,21 +370,16 @@ func foldedMessages(t *testing.T, a *app.App) float64 {
 // engines.
 func TestWorkflowBotKeepsItsStates(t *testing.T) {
 	engines(t, func(t *testing.T, cfg func() app.Config) {
-		c0 := cfg()
-		c0.FoldWithin = 10 * time.Second
-		a := testapp.Start(t, c0)
-		_, url := workflowBot(t, a, json.RawMessage(`{"workflows":{"main":{"nodes":{"s":{"type":"start","cards":[
+		_, _, url := foldedWorkflowBot(t, cfg, `{"workflows":{"main":{"nodes":{"s":{"type":"start","cards":[
 			{"type":"expression","condition":"event.preview === 'same'","to":"same"},
 			{"type":"code","code":"user.n = (user.n || 0) + 1"},
 			{"type":"message","payload":"n={{ user.n }}"}]},
-			"same":{"type":"standard","cards":[{"type":"message","payload":"still {{ user.n }}"}]}}}}}`))
+			"same":{"type":"standard","cards":[{"type":"message","payload":"still {{ user.n }}"}]}}}}}`)
 		c, conv, _ := chatSession(t, url)
 		for i, step := range []struct{ say, answer string }{
 			{"a", "n=1"}, {"b", "n=2"}, {"same", "still 2"}, {"c", "n=3"}, {"same", "still 3"}, {"same", "still 3"}, {"d", "n=4"},
 		} {
-			c.say(t, conv, step.say)
-			msgs := c.call(t, "GET", "/conversations/"+conv+"/messages", nil)["messages"].([]any)
-			if got := msgs[0].(map[string]any)["payload"].(map[string]any)["text"]; got != step.answer {
+			if got := c.sayNewest(t, conv, step.say)["payload"].(map[string]any)["text"]; got != step.answer {
 				t.Fatalf("message %d (%q): answered %q, want %q", i, step.say, got, step.answer)
 			}
 		}
@@ -384,22 +394,17 @@ func TestWorkflowBotKeepsItsStates(t *testing.T) {
 // turn that stored its dialog would have cleared it.
 func TestIdleWorkflowDialogStoresNothing(t *testing.T) {
 	engines(t, func(t *testing.T, cfg func() app.Config) {
-		c0 := cfg()
-		c0.FoldWithin = 10 * time.Second
-		a := testapp.Start(t, c0)
-		botID, url := workflowBot(t, a, json.RawMessage(`{"workflows":{"main":{"nodes":{"s":{"type":"start","cards":[
+		a, botID, url := foldedWorkflowBot(t, cfg, `{"workflows":{"main":{"nodes":{"s":{"type":"start","cards":[
 			{"type":"expression","condition":"event.preview === 'ask'","to":"ask"},
 			{"type":"message","payload":"echo {{ event.preview }}"}]},
 			"ask":{"type":"standard","cards":[{"type":"capture","kind":"number","variable":"workflow.n","prompt":"Number?"},
-			{"type":"message","payload":"n={{ workflow.n }}"}]}}}}}`))
+			{"type":"message","payload":"n={{ workflow.n }}"}]}}}}}`)
 		c, conv, _ := chatSession(t, url)
 		ctx := context.Background()
 		db := a.Store()
 		answer := func(say, want string) {
 			t.Helper()
-			c.say(t, conv, say)
-			msgs := c.call(t, "GET", "/conversations/"+conv+"/messages", nil)["messages"].([]any)
-			if got := msgs[0].(map[string]any)["payload"].(map[string]any)["text"]; got != want {
+			if got := c.sayNewest(t, conv, say)["payload"].(map[string]any)["text"]; got != want {
 				t.Fatalf("%q: answered %q, want %q", say, got, want)
 			}
 		}

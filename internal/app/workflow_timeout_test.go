@@ -126,10 +126,7 @@ func logTimeoutState(t *testing.T, nodes ...*app.App) {
 // main again instead of answering the capture, on both engines.
 func TestFoldedDialogAfterATimeout(t *testing.T) {
 	engines(t, func(t *testing.T, cfg func() app.Config) {
-		c0 := cfg()
-		c0.FoldWithin = 10 * time.Second
-		a := testapp.Start(t, c0)
-		_, url := workflowBot(t, a, json.RawMessage(timeoutBot))
+		a, _, url := foldedWorkflowBot(t, cfg, timeoutBot)
 		before := foldedMessages(t, a)
 		c, conv, userID := startTimeoutConversation(t, url)
 		if got := c.botTexts(t, conv, userID, 2); !slices.Equal(got, []string{"waiting for you", "Timed out"}) {
