@@ -114,7 +114,8 @@ func (wb *workflowBot) HandleTurn(ctx context.Context, in *TurnInput, out BotOut
 	// its completion stores another).
 	tellStart(out, rin.Host, res.TurnResult)
 	next := &keptDialog{raw: stored.raw}
-	var save *workflow.Dialog // the dialog the completion stores, as next.raw
+	save := false     // the completion stores next.raw
+	var due time.Time // and, if not zero, its inactivity due time
 	if res.Outcome != nil {
 		raw, err := json.Marshal(res.Outcome.Dialog)
 		if err != nil {
@@ -123,8 +124,9 @@ func (wb *workflowBot) HandleTurn(ctx context.Context, in *TurnInput, out BotOut
 		// An idle dialog the store holds as it is needs no write: stored
 		// idle, its inactivity timeout was cleared with it (saveDialog),
 		// and only a dialog write sets one.
-		if !res.Outcome.Dialog.TimeoutAt(doc).IsZero() || !bytes.Equal(raw, stored.raw) {
-			save, next.raw = res.Outcome.Dialog, raw
+		due = res.Outcome.Dialog.TimeoutAt(doc)
+		if !due.IsZero() || !bytes.Equal(raw, stored.raw) {
+			save, next.raw = true, raw
 		}
 	}
 	if o, ok := out.(*turnOutput); ok {
@@ -136,8 +138,8 @@ func (wb *workflowBot) HandleTurn(ctx context.Context, in *TurnInput, out BotOut
 		if err := rt.saveStates(ctx, tx, b.ID, in, res.States); err != nil {
 			return err
 		}
-		if save != nil {
-			if err := saveDialog(ctx, tx, b.ID, in.ConversationID, in.UserID, next.raw, save.TimeoutAt(doc)); err != nil {
+		if save {
+			if err := saveDialog(ctx, tx, b.ID, in.ConversationID, in.UserID, next.raw, due); err != nil {
 				return err
 			}
 		}
