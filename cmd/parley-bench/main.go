@@ -383,8 +383,8 @@ func runEngine(o options, engine, dir string) (map[string]float64, error) {
 		return sustained, nil
 	}
 	fmt.Printf("\n## Goals 2 and 3: user message → bot reply on SSE, open loop over %d conversations\n\n", o.convs)
-	fmt.Println("| target | rate/s | sent | 2xx | 429 | reply p50 | reply p99 | p99 from the 2nd second | no reply | backlog cleared after | PostgreSQL checkpoints |")
-	fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|")
+	fmt.Println("| target | rate/s | sent | 2xx | 429 | reply p50 | reply p99 | p99 from the 2nd second | no reply | backlog cleared after | server CPU µs/msg | PostgreSQL CPU µs/msg | PostgreSQL checkpoints |")
+	fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 	var stages []string
 	var pg pgStats
 	if engine == "postgres" {
@@ -405,7 +405,15 @@ func runEngine(o options, engine, dir string) (map[string]float64, error) {
 		}
 		for i, rate := range rates {
 			before, cp0 := scrape(p.url), pg.checkpoints()
+			cpu0, db0 := cpuTime(p.pid()), dbCPUTime(p.dbPID)
 			r := openLoop(p.chat.base, p.open, rep, rate, o.rateDuration, fmt.Sprintf("o%d-", i), 15*time.Second)
+			// The CPU of each accepted message, its reply's wait included:
+			// what a rate costs below the closed loop's saturation, where
+			// a message's turn finds its conversation idle.
+			cpu, db := perMsg(cpuTime(p.pid())-cpu0, r.ok), "–"
+			if p.dbPID != 0 {
+				db = perMsg(dbCPUTime(p.dbPID)-db0, r.ok)
+			}
 			tag := ""
 			if i == len(o.rates) {
 				tag = " (2× sustained)"
@@ -414,9 +422,9 @@ func runEngine(o options, engine, dir string) (map[string]float64, error) {
 			if len(r.warmLat)+r.missing > 0 {
 				warm = ms(pct(r.warmLat, r.missing, 0.99))
 			}
-			fmt.Printf("| %s | %d%s | %d | %d | %s | %s | %s | %s | %d | %s | %s |\n", p.name, rate, tag, r.sent, r.ok, shedCell(r.shed, r.coldShed),
+			fmt.Printf("| %s | %d%s | %d | %d | %s | %s | %s | %s | %d | %s | %s | %s | %s |\n", p.name, rate, tag, r.sent, r.ok, shedCell(r.shed, r.coldShed),
 				ms(pct(r.replyLat, r.missing, 0.5)), ms(pct(r.replyLat, r.missing, 0.99)), warm, r.missing, ms(r.drain),
-				checkpointsCell(cp0, pg.checkpoints()))
+				cpu, db, checkpointsCell(cp0, pg.checkpoints()))
 			after := scrape(p.url)
 			cells := append(stageCells(histsOf(before, stageMetrics), histsOf(after, stageMetrics), r.ok),
 				foldedCell(countsOf(before, messagesMetric), countsOf(after, messagesMetric)))
@@ -462,4 +470,12 @@ func loadavg() string {
 	}
 	f := strings.Fields(string(b))
 	return strings.Join(f[:min(3, len(f))], " ")
+}
+
+// perMsg is a CPU time per message in µs ("–" without messages).
+func perMsg(cpu time.Duration, msgs int) string {
+	if msgs == 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%.0f", float64(cpu.Microseconds())/float64(msgs))
 }

@@ -122,7 +122,7 @@ type Dispatcher struct {
 	linger      time.Duration
 	parkMu      sync.Mutex
 	parked      map[model.ConversationRef]*parked
-	releasing   map[model.ConversationRef]chan struct{}
+	releasing   map[model.ConversationRef]*releasing
 	parkStopped bool
 
 	// folds are the Folds under way (fold.go), which Stop waits for.
@@ -190,7 +190,7 @@ func NewDispatcher(st store.Store, commit store.Committer, queue *Queue, bots Re
 		o.Node = model.NewNodeID()
 	}
 	d := &Dispatcher{store: st, commit: commit, queue: queue, bots: bots, log: log, o: o, retries: map[turnKey]int{}, held: map[model.ConversationRef]time.Time{},
-		linger: leaseLinger, maxClaim: maxClaimWithin, parked: map[model.ConversationRef]*parked{}, releasing: map[model.ConversationRef]chan struct{}{}}
+		linger: leaseLinger, maxClaim: maxClaimWithin, parked: map[model.ConversationRef]*parked{}, releasing: map[model.ConversationRef]*releasing{}}
 	fold := d.Fold
 	queue.fold.Store(&fold)
 	return d

@@ -489,7 +489,7 @@ func startLeased(t *testing.T, db store.DB, bot turns.Bot, ttl time.Duration) (f
 // countingLeases counts the lease statements a dispatcher makes of its own.
 type countingLeases struct {
 	store.DB
-	takes, renews, frees atomic.Int64
+	takes, renews, frees, releases atomic.Int64
 }
 
 func (c *countingLeases) Leases() store.Leases { return countedLeases{c.DB.Leases(), c} }
@@ -507,6 +507,11 @@ func (l countedLeases) Take(ctx context.Context, name, holder string, ttl time.D
 func (l countedLeases) Free(ctx context.Context, name string) (bool, int64, error) {
 	l.c.frees.Add(1)
 	return l.Leases.Free(ctx, name)
+}
+
+func (l countedLeases) Release(ctx context.Context, name, holder string) error {
+	l.c.releases.Add(1)
+	return l.Leases.Release(ctx, name, holder)
 }
 
 func (l countedLeases) Renew(ctx context.Context, name, holder string, epoch int64, ttl time.Duration) (bool, error) {

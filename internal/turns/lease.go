@@ -73,7 +73,7 @@ func (d *Dispatcher) leaseFrom(ctx context.Context, cancel context.CancelFunc, r
 			// Take). Released (a no-op if not), another node need not
 			// wait for it to expire.
 			if p != nil || ctx.Err() != nil || errors.Is(err, context.DeadlineExceeded) {
-				d.release(ref)
+				d.release(ref, nil)
 			} else {
 				d.forgetHeld(ref)
 			}
@@ -152,7 +152,7 @@ func (d *Dispatcher) leaseFrom(ctx context.Context, cancel context.CancelFunc, r
 		if d.ctx.Err() == nil && d.park(ref, epoch, time.Unix(0, last.Load())) {
 			return
 		}
-		d.release(ref)
+		d.release(ref, nil)
 	}
 	committed = func(at time.Time, err error) {
 		if errors.Is(err, store.ErrFenced) {
@@ -196,7 +196,7 @@ func (d *Dispatcher) takeWithWrite(ref model.ConversationRef, after int64) (fenc
 		if d.ctx.Err() == nil && d.park(ref, epoch, time.Unix(0, at)) {
 			return
 		}
-		d.release(ref)
+		d.release(ref, nil)
 	}
 	return fence, committed, end
 }
@@ -238,13 +238,25 @@ func (d *Dispatcher) park(ref model.ConversationRef, epoch int64, renewed time.T
 }
 
 // unpark takes ref's parked lease, if any, waiting for a release of it in
-// progress: a Take must not be undone by an older Release.
+// progress: a Take must not be undone by an older Release. A parked
+// lease's release still waiting for its batch is called off: the lease,
+// never released, is taken as it was parked.
 func (d *Dispatcher) unpark(ref model.ConversationRef) *parked {
 	for {
 		d.parkMu.Lock()
-		if ch, ok := d.releasing[ref]; ok {
+		if r, ok := d.releasing[ref]; ok {
+			if r.callOff != nil {
+				r.callOff()
+			}
 			d.parkMu.Unlock()
-			<-ch
+			<-r.done
+			d.parkMu.Lock()
+			p := r.kept
+			r.kept = nil
+			d.parkMu.Unlock()
+			if p != nil {
+				return p
+			}
 			continue
 		}
 		p := d.parked[ref]
@@ -266,23 +278,57 @@ func (d *Dispatcher) expire(ref model.ConversationRef, p *parked) {
 	}
 	delete(d.parked, ref)
 	d.parkMu.Unlock()
-	d.release(ref)
+	d.release(ref, p)
 }
 
-// release ends this node's lease on ref; unpark waits for it.
-func (d *Dispatcher) release(ref model.ConversationRef) {
-	ch := make(chan struct{})
-	d.parkMu.Lock()
-	d.releasing[ref] = ch
-	d.parkMu.Unlock()
+// releasing is a release of a lease in progress (release).
+type releasing struct {
+	done chan struct{}
+	// callOff, set for a parked lease's release, cancels it; kept is then
+	// the parked lease when the release was dropped before its batch
+	// began (the lease is still this node's), for unpark.
+	callOff func()
+	kept    *parked
+}
+
+// release ends this node's lease on ref; unpark waits for it. The release
+// is a write of the conversation's group commit (a local write): batched
+// with other writes, not a transaction and a WAL flush of its own, and
+// ordered with the conversation's writes. p is the parked lease released
+// at the end of its linger (nil for any other release): a message that
+// comes while its release waits for its batch calls the release off and
+// keeps the lease (unpark).
+func (d *Dispatcher) release(ref model.ConversationRef, p *parked) {
 	rctx, rcancel := context.WithTimeout(context.Background(), 5*time.Second)
-	_ = d.store.Leases().Release(rctx, leaseName(ref), d.o.Node)
-	rcancel()
-	d.forgetHeld(ref)
+	defer rcancel()
+	r := &releasing{done: make(chan struct{})}
+	var calledOff atomic.Bool
+	if p != nil {
+		r.callOff = func() {
+			calledOff.Store(true)
+			rcancel()
+		}
+	}
 	d.parkMu.Lock()
+	d.releasing[ref] = r
+	d.parkMu.Unlock()
+	name := leaseName(ref)
+	err := d.commit.Commit(rctx, &store.Write{Ref: ref, Local: true, Apply: func(ctx context.Context, tx store.Store) error {
+		return tx.Leases().Release(ctx, name, d.o.Node)
+	}})
+	// A write is dropped with its context's error only before its batch
+	// began (store.Committer): then nothing was written.
+	kept := calledOff.Load() && errors.Is(err, context.Canceled)
+	if !kept {
+		d.forgetHeld(ref)
+	}
+	d.parkMu.Lock()
+	if kept {
+		r.kept = p
+	}
 	delete(d.releasing, ref)
 	d.parkMu.Unlock()
-	close(ch)
+	close(r.done)
 }
 
 // releaseParked releases every parked lease at once (Stop: the handover)
@@ -298,7 +344,7 @@ func (d *Dispatcher) releaseParked() {
 	}
 	d.parkMu.Unlock()
 	for _, ref := range refs {
-		d.release(ref)
+		d.release(ref, nil)
 	}
 }
 
