@@ -3,6 +3,7 @@ package conversations
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"time"
 
 	"github.com/parley-bots/parley/internal/model"
@@ -89,7 +90,8 @@ func (s *Chat) CreateMessage(ctx context.Context, c *Caller, in MessageInput) (*
 // createIncomingMessage stores a user's message with its signal and turn.
 func (s *Chat) createIncomingMessage(ctx context.Context, c *Caller, in IncomingMessage) (*model.Message, error) {
 	convID := in.ConversationID
-	if err := s.requireParticipant(ctx, c, convID); err != nil {
+	recheck, err := s.participation(ctx, c, convID)
+	if err != nil {
 		return nil, err
 	}
 	if s.door != nil {
@@ -107,9 +109,22 @@ func (s *Chat) createIncomingMessage(ctx context.Context, c *Caller, in Incoming
 	sig := &model.Signal{BotID: c.BotID, ConversationID: convID, Type: model.SignalMessageCreated,
 		Data: wire.MessageCreatedData(m, false), CreatedAt: m.CreatedAt}
 	w := &store.Write{Signal: sig, Turn: turn, Local: true,
-		Apply: func(ctx context.Context, tx store.Store) error { return tx.Chat().CreateMessage(ctx, m) }}
+		Apply: func(ctx context.Context, tx store.Store) error {
+			if recheck != nil {
+				if err := tx.Chat().RequireParticipant(ctx, c.BotID, convID, c.UserID); err != nil {
+					return err
+				}
+			}
+			return tx.Chat().CreateMessage(ctx, m)
+		}}
 	if err := s.commitMessage(ctx, w, m); err != nil {
+		if recheck != nil && errors.Is(err, store.ErrNotParticipant) {
+			return nil, recheck.refused(ctx)
+		}
 		return nil, err
+	}
+	if recheck != nil {
+		recheck.held()
 	}
 	return m, nil
 }

@@ -43,6 +43,25 @@ func (c *TTL[K, V]) Get(k K) (v V, ok bool) {
 	return e.v, true
 }
 
+// Expired returns the value cached for k once it expired (and before the
+// cache forgot it): an answer that held, to be checked again.
+func (c *TTL[K, V]) Expired(k K) (v V, ok bool) {
+	c.mu.RLock()
+	e, ok := c.m[k]
+	c.mu.RUnlock()
+	if !ok || !time.Now().After(e.exp) {
+		return v, false
+	}
+	return e.v, true
+}
+
+// Forget forgets k's entry.
+func (c *TTL[K, V]) Forget(k K) {
+	c.mu.Lock()
+	delete(c.m, k)
+	c.mu.Unlock()
+}
+
 // Generation is taken before reading the store for a later Put.
 func (c *TTL[K, V]) Generation() uint64 {
 	c.mu.RLock()

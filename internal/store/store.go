@@ -221,6 +221,10 @@ type Chat interface {
 	AddParticipant(ctx context.Context, botID, conversationID, userID string, at time.Time) error
 	RemoveParticipant(ctx context.Context, botID, conversationID, userID string) error
 	IsParticipant(ctx context.Context, botID, conversationID, userID string) (bool, error)
+	// RequireParticipant fails with ErrNotParticipant unless the user is a
+	// participant of the conversation, as seen by the transaction it runs
+	// in (pipelined, the check fails in the engine, before the COMMIT).
+	RequireParticipant(ctx context.Context, botID, conversationID, userID string) error
 	// ListParticipants is in the order participants were added.
 	ListParticipants(ctx context.Context, botID, conversationID string, p Page) ([]*model.ChatUser, string, error)
 
@@ -456,6 +460,9 @@ type Fence struct {
 // after the one expected. A group commit then commits the write without
 // its Then (Write.Then).
 var ErrTurnBetween = errors.New("another turn of the conversation came first")
+
+// ErrNotParticipant is Chat.RequireParticipant's error.
+var ErrNotParticipant = errors.New("not a participant of the conversation")
 
 // ErrStartChanged is RequireTurnStart's error. A group commit then
 // commits the write without its Then, as for ErrTurnBetween.

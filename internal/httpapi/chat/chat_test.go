@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"reflect"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -539,6 +540,99 @@ func TestCachedParticipationsInvalidated(t *testing.T) {
 		e.must(e.call("DELETE", "/users/me", keyA, nil), 200)
 		if st := msg(keyA, conv); st != 403 {
 			t.Fatalf("createMessage by a deleted user: %d", st)
+		}
+	})
+}
+
+// participantReads counts the participation reads made outside
+// transactions (Chat.IsParticipant on the database).
+type participantReads struct {
+	store.DB
+	n atomic.Int64
+}
+
+func (p *participantReads) Chat() store.Chat { return countedChat{p.DB.Chat(), p} }
+
+type countedChat struct {
+	store.Chat
+	p *participantReads
+}
+
+func (c countedChat) IsParticipant(ctx context.Context, botID, conversationID, userID string) (bool, error) {
+	c.p.n.Add(1)
+	return c.Chat.IsParticipant(ctx, botID, conversationID, userID)
+}
+
+// TestExpiredParticipationCheckedInTheCommit: a user's first message in a
+// conversation reads the participation; once its cached answer expired,
+// the next message reads nothing (its transaction checks it) and is
+// stored; a participation removed behind the cache's back (straight
+// through the store, as by another node) refuses the message in its
+// transaction: 403, nothing stored, and a conversation deleted that way
+// 404.
+func TestExpiredParticipationCheckedInTheCommit(t *testing.T) {
+	engines(t, func(t *testing.T, db store.DB) {
+		ctx := context.Background()
+		reads := &participantReads{DB: db}
+		e := newEnv(t, reads, envOpts{})
+		userA, keyA := e.user("")
+		msg := func(key, conv string) int {
+			return e.call("POST", "/messages", key, map[string]any{"conversationId": conv,
+				"payload": map[string]any{"type": "text", "text": "x"}}).Status
+		}
+		stored := func(conv string) int {
+			ms, _, err := db.Chat().ListMessages(ctx, e.bot.ID, conv, store.Page{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			n := 0
+			for _, m := range ms {
+				if m.Direction == model.DirectionIncoming {
+					n++
+				}
+			}
+			return n
+		}
+		conv := e.conversation(keyA)
+		convGone := e.conversation(keyA)
+		for _, c := range []string{conv, convGone} {
+			before := reads.n.Load()
+			if st := msg(keyA, c); st != 201 {
+				t.Fatalf("createMessage: %d", st)
+			}
+			if reads.n.Load() == before {
+				t.Fatal("a first message did not read the participation")
+			}
+		}
+		time.Sleep(1100 * time.Millisecond) // the cached participations expired
+		before := reads.n.Load()
+		if st := msg(keyA, conv); st != 201 {
+			t.Fatalf("createMessage with an expired participation: %d", st)
+		}
+		if n := reads.n.Load() - before; n != 0 {
+			t.Fatalf("%d participation reads for a message whose participation had expired, want 0", n)
+		}
+		if n := stored(conv); n != 2 {
+			t.Fatalf("%d user messages stored, want 2", n)
+		}
+
+		if err := db.Chat().RemoveParticipant(ctx, e.bot.ID, conv, userA); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.Chat().DeleteConversation(ctx, e.bot.ID, convGone); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(1100 * time.Millisecond)
+		for _, want := range []struct {
+			conv   string
+			status int
+		}{{conv, 403}, {conv, 403}, {convGone, 404}} {
+			if st := msg(keyA, want.conv); st != want.status {
+				t.Fatalf("createMessage after the participation's removal: %d, want %d", st, want.status)
+			}
+		}
+		if n := stored(conv); n != 2 {
+			t.Fatalf("%d user messages stored after the removal, want 2", n)
 		}
 	})
 }

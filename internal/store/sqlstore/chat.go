@@ -213,6 +213,12 @@ func (r chat) IsParticipant(ctx context.Context, botID, conversationID, userID s
 	return n > 0, r.s.fail(err, "participant")
 }
 
+func (r chat) RequireParticipant(ctx context.Context, botID, conversationID, userID string) error {
+	return r.s.require(ctx, store.ErrNotParticipant, "participant",
+		`EXISTS (SELECT 1 FROM participants WHERE bot_id = ? AND conversation_id = ? AND user_id = ?)`,
+		botID, conversationID, userID)
+}
+
 // participant carries the keyset value (added_at) next to the user.
 type participant struct {
 	u     *model.ChatUser

@@ -251,7 +251,20 @@ func testParticipants(t *testing.T, db store.DB) {
 	isP, err := r.IsParticipant(ctx, f.bot.ID, c.ID, "u2")
 	ok(t, err)
 	eq(t, "is participant", isP, true)
+	// RequireParticipant, in a transaction as a message's write runs it.
+	requireIn := func(user string) error {
+		return db.InTx(ctx, func(tx store.Store) error { return tx.Chat().RequireParticipant(ctx, f.bot.ID, c.ID, user) })
+	}
+	notParticipant := func(what string, err error) {
+		t.Helper()
+		if !errors.Is(err, store.ErrNotParticipant) {
+			t.Fatalf("%s: want ErrNotParticipant, got %v", what, err)
+		}
+	}
+	ok(t, requireIn("u2"))
+	notParticipant("a user who never was", requireIn("ghost"))
 	ok(t, r.RemoveParticipant(ctx, f.bot.ID, c.ID, "u2"))
+	notParticipant("a participant removed", requireIn("u2"))
 	wantErr(t, r.RemoveParticipant(ctx, f.bot.ID, c.ID, "u2"), model.ErrNotFound)
 	isP, err = r.IsParticipant(ctx, f.bot.ID, c.ID, "u2")
 	ok(t, err)
