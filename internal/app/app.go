@@ -125,6 +125,9 @@ func (a *App) start(ctx context.Context, o options) error {
 		return fmt.Errorf("open store: %w", err)
 	}
 	a.closeOnShutdown(func() { a.db.Close() })
+	if pg && a.cfg.DBWarmConnections != 0 {
+		a.warmPool(ctx)
+	}
 	blobs, err := fileBlobs(a.db, pg, a.cfg.DataDir)
 	if err != nil {
 		return err
@@ -379,6 +382,29 @@ func fileBlobs(db store.DB, pg bool, dataDir string) (files.Blobs, error) {
 		return blob.DB{Files: db.Files()}, nil
 	}
 	return blob.NewDisk(filepath.Join(dataDir, "files"))
+}
+
+// warmPool warms PostgreSQL's pool before the node serves
+// (Config.DBWarmConnections, postgres.DB.Warm). A failure is only logged:
+// the connections warm as they are used.
+func (a *App) warmPool(ctx context.Context) {
+	db, ok := a.db.(*postgres.DB)
+	if !ok {
+		return
+	}
+	n := a.cfg.DBWarmConnections
+	if n < 0 {
+		n = db.Stats().MaxOpenConnections
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	start := time.Now()
+	warmed, err := db.Warm(ctx, n)
+	if err != nil {
+		a.log.Warn("postgres: warming the pool's connections", "err", err)
+		return
+	}
+	a.log.Debug("postgres: pool warmed", "connections", warmed, "took", time.Since(start))
 }
 
 func (a *App) closeOnShutdown(fn func()) {

@@ -43,6 +43,10 @@ type Config struct {
 	RatePerUser      float64       // Chat and Webchat API requests per second per user; < 0 = no limit
 	RatePerBot       float64       // Chat and Webchat API requests per second per bot; < 0 = no limit
 	DBMaxConnections int           // database pool size
+	// DBWarmConnections is how many of PostgreSQL's pool connections are
+	// opened and warmed before the node serves (postgres.DB.Warm); < 0:
+	// the whole pool, 0: none (the zero Config, as tests use).
+	DBWarmConnections int
 	// GCHeadroomMB is the memory, in MiB, the heap may grow by between two
 	// garbage collections while it is small (gctune); 0 keeps Go's GOGC.
 	// `parley serve` applies it, and only when GOGC is not set.
@@ -229,6 +233,7 @@ func LoadConfig(args []string, getenv func(string) string, stderr io.Writer) (Co
 	floatVar(&c.RatePerUser, "rate-per-user", "PARLEY_RATE_PER_USER", httpx.DefaultRatePerUser, "Chat and Webchat API requests per second per user, bursts of twice that; -1: no limit")
 	floatVar(&c.RatePerBot, "rate-per-bot", "PARLEY_RATE_PER_BOT", httpx.DefaultRatePerBot, "Chat, Webchat, Runtime API and webhook requests per second per bot, bursts of twice that; -1: no limit")
 	intVar(&c.DBMaxConnections, "db-max-connections", "PARLEY_DB_MAX_CONNECTIONS", 0, "database pool size; 0: 64 on SQLite, 32 on PostgreSQL")
+	intVar(&c.DBWarmConnections, "db-warm-connections", "PARLEY_DB_WARM_CONNECTIONS", -1, "PostgreSQL: pool connections opened before serving, each with the reads of a user's first message prepared and planned, so that a burst after a start does not plan them on every connection at once; -1: the whole pool, 0: none")
 	intVar(&c.GCHeadroomMB, "gc-headroom-mb", "PARLEY_GC_HEADROOM_MB", DefaultGCHeadroomMB, "MiB the Go heap may grow by between garbage collections while it is smaller than that (fewer collections under load); 0, or GOGC set: Go's default")
 	if err := errors.Join(envErrs...); err != nil {
 		return c, fmt.Errorf("environment: %w", err)
@@ -277,6 +282,9 @@ func (c *Config) validate() error {
 	c.PublicURL = strings.TrimRight(c.PublicURL, "/")
 	if c.BodyReadTimeout < 0 || c.MaxConnections < 0 || c.StreamsPerUser < 0 || c.StreamsPerConv < 0 || c.DBMaxConnections < 0 || c.GCHeadroomMB < 0 || c.TurnWorkers < 0 {
 		return errors.New("limits must not be negative (rates may be -1: no limit)")
+	}
+	if c.DBWarmConnections < -1 {
+		return fmt.Errorf("--db-warm-connections %d: must be -1 (the whole pool), 0 (none) or a number of connections", c.DBWarmConnections)
 	}
 	return nil
 }

@@ -127,3 +127,36 @@ func TestConfigGCHeadroom(t *testing.T) {
 		})
 	}
 }
+
+// TestConfigDBWarmConnections checks --db-warm-connections and
+// PARLEY_DB_WARM_CONNECTIONS.
+func TestConfigDBWarmConnections(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		env  map[string]string
+		want int
+		bad  bool
+	}{
+		{name: "default: the whole pool", want: -1},
+		{name: "flag", args: []string{"--db-warm-connections", "8"}, want: 8},
+		{name: "environment: none", env: map[string]string{"PARLEY_DB_WARM_CONNECTIONS": "0"}, want: 0},
+		{name: "below -1", args: []string{"--db-warm-connections", "-2"}, bad: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, err := app.LoadConfig(tc.args, func(k string) string { return tc.env[k] }, io.Discard)
+			if tc.bad {
+				if err == nil {
+					t.Fatalf("accepted: %d", cfg.DBWarmConnections)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cfg.DBWarmConnections != tc.want {
+				t.Fatalf("DBWarmConnections %d, want %d", cfg.DBWarmConnections, tc.want)
+			}
+		})
+	}
+}

@@ -46,6 +46,20 @@ var Dialect = sqlstore.Dialect{
 // between statements.
 const IdleInTransactionTimeout = time.Second
 
+// PlanCacheMode is the plan_cache_mode of Parley's sessions (unless the URL
+// sets one): its statements are prepared once per connection (pgx's
+// statement cache) and all find rows by key, so the generic plan that
+// PostgreSQL settles on after five runs is the plan they keep. In the
+// default mode (auto) each of those five runs on each connection plans the
+// statement for its values first: the read of a turn's start took 0.4-3 ms
+// to bind in each of them (a join of five tables), against 0.02-0.1 ms for
+// its cached generic plan, and a burst of new conversations on a fresh
+// node made them all at once, on every connection (PostgreSQL's statement
+// log under parley-bench, README, Performance). Forced, a statement is
+// planned once per connection, and again only when the statistics of its
+// tables change (ANALYZE invalidates cached plans in either mode).
+const PlanCacheMode = "force_generic_plan"
+
 // DefaultMaxConns is the default cap of the PostgreSQL pool.
 const DefaultMaxConns = 32
 
@@ -65,6 +79,9 @@ func Open(ctx context.Context, url string, maxConns ...int) (store.DB, error) {
 func openConfig(ctx context.Context, cfg *pgx.ConnConfig, version int, maxConns ...int) (store.DB, error) {
 	if _, set := cfg.RuntimeParams["idle_in_transaction_session_timeout"]; !set {
 		cfg.RuntimeParams["idle_in_transaction_session_timeout"] = strconv.Itoa(int(IdleInTransactionTimeout.Milliseconds()))
+	}
+	if _, set := cfg.RuntimeParams["plan_cache_mode"]; !set {
+		cfg.RuntimeParams["plan_cache_mode"] = PlanCacheMode
 	}
 	db := sql.OpenDB(pipeConnector{stdlib.GetConnector(*cfg)})
 	n := DefaultMaxConns

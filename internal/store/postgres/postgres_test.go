@@ -194,3 +194,107 @@ func cutUnder(t *testing.T) error {
 	}
 	return rows.Err()
 }
+
+// TestPlanCacheMode: Parley's sessions plan a prepared statement
+// generically from its first run (postgres.PlanCacheMode), unless the URL
+// sets plan_cache_mode; PostgreSQL's counters of the connection's prepared
+// statements tell which plans were made.
+func TestPlanCacheMode(t *testing.T) {
+	tests := []struct {
+		name         string
+		param        string // plan_cache_mode in the URL; empty: none
+		wantGeneric  int
+		wantCustomed int
+	}{
+		{"default: generic from the first run", "", 3, 0},
+		{"the URL's own setting wins", "auto", 0, 3},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := t.Context()
+			u, err := url.Parse(testdb.PostgresURL(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tt.param != "" {
+				q := u.Query()
+				q.Set("plan_cache_mode", tt.param)
+				u.RawQuery = q.Encode()
+			}
+			db, err := postgres.Open(ctx, u.String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			conn, err := db.(*postgres.DB).SQL().Conn(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			// A keyed read, as the store's are, run three times on one
+			// connection (pgx prepares it once and caches it).
+			const read = `SELECT id FROM bots WHERE workspace_id = $1 AND id = $2`
+			for i := range 3 {
+				var id string
+				err := conn.QueryRowContext(ctx, read, "ws", fmt.Sprint("bot-", i)).Scan(&id)
+				if err != sql.ErrNoRows {
+					t.Fatalf("read %d: %v", i, err)
+				}
+			}
+			var generic, custom int
+			if err := conn.QueryRowContext(ctx, `SELECT generic_plans, custom_plans FROM pg_prepared_statements WHERE statement = $1`, read).Scan(&generic, &custom); err != nil {
+				t.Fatal(err)
+			}
+			if generic != tt.wantGeneric || custom != tt.wantCustomed {
+				t.Fatalf("generic plans %d, custom plans %d; want %d and %d", generic, custom, tt.wantGeneric, tt.wantCustomed)
+			}
+		})
+	}
+}
+
+// TestWarm: Warm prepares and plans the reads of a user's first message on
+// every connection of the pool, at most its cap, so that none plans them
+// under the first burst.
+func TestWarm(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	const pool = 4
+	db, err := postgres.Open(ctx, testdb.PostgresURL(t), pool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	pg := db.(*postgres.DB)
+	n, err := pg.Warm(ctx, 10) // more than the pool has: its cap
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != pool {
+		t.Fatalf("warmed %d connections, want %d", n, pool)
+	}
+	// Every connection of the pool, held at once.
+	conns := make([]*sql.Conn, pool)
+	for i := range conns {
+		if conns[i], err = pg.SQL().Conn(ctx); err != nil {
+			t.Fatal(err)
+		}
+		defer conns[i].Close()
+	}
+	reads := map[string]string{
+		"participation": `%FROM participants WHERE%`,
+		"conversation":  `SELECT bot_id, id, owner_id, % FROM conversations WHERE bot_id = $1 AND id = $2`,
+		"turn's start":  `%EXISTS (SELECT 1 FROM handoffs %`,
+	}
+	for i, c := range conns {
+		for name, like := range reads {
+			var generic, custom int
+			err := c.QueryRowContext(ctx, `SELECT generic_plans, custom_plans FROM pg_prepared_statements WHERE statement LIKE $1`, like).Scan(&generic, &custom)
+			if err != nil {
+				t.Fatalf("connection %d: the %s read: %v", i, name, err)
+			}
+			if generic != 1 || custom != 0 {
+				t.Errorf("connection %d: the %s read planned %d generic and %d custom plans, want 1 and 0", i, name, generic, custom)
+			}
+		}
+	}
+}

@@ -156,6 +156,11 @@ func New(db *sql.DB, d Dialect) *DB {
 // SQL returns the underlying database (for tests and tooling).
 func (db *DB) SQL() *sql.DB { return db.e.db }
 
+// OnConn is the store on c, one connection taken from the pool
+// (SQL().Conn): a warm-up runs its reads there, one connection at a time
+// being what PostgreSQL's caches are per.
+func (db *DB) OnConn(c *sql.Conn) store.Store { return &Store{e: db.e, q: c} }
+
 // Stats reports the connection pool.
 func (db *DB) Stats() sql.DBStats { return db.e.db.Stats() }
 
