@@ -362,6 +362,44 @@ type openResult struct {
 	warmLat []time.Duration
 	missing int           // accepted messages without a reply within the grace period
 	drain   time.Duration // after the last send, until the last reply arrived
+	// steps are the run's first second in timelineStep slices, by
+	// when each message was sent (-timeline): how a burst from idle
+	// is absorbed.
+	steps []timelineSlice
+}
+
+// timelineStep is the width of a -timeline slice.
+const timelineStep = 100 * time.Millisecond
+
+// timelineSlice is what happened to the messages sent in one slice of
+// an open-loop run: how many were accepted and refused, and the replies'
+// latencies of the accepted ones.
+type timelineSlice struct {
+	ok, shed int
+	lat      []time.Duration
+}
+
+// timeline slices the messages sent within the run's first `within` by
+// their send time (sentAt relative to start): each gets its 2xx or 429,
+// and the accepted ones their reply's latency (lat, < 0 when none came).
+func timeline(start time.Time, sentAt []time.Time, status []int, lat []time.Duration, within time.Duration) []timelineSlice {
+	out := make([]timelineSlice, within/timelineStep)
+	for i, at := range sentAt {
+		k := int(at.Sub(start) / timelineStep)
+		if k < 0 || k >= len(out) {
+			continue
+		}
+		switch {
+		case status[i]/100 == 2:
+			out[k].ok++
+			if lat[i] >= 0 {
+				out[k].lat = append(out[k].lat, lat[i])
+			}
+		case status[i] == http.StatusTooManyRequests:
+			out[k].shed++
+		}
+	}
+	return out
 }
 
 // openLoop sends rate messages per second for d, spread over convs, and
@@ -434,6 +472,14 @@ func openLoop(base string, convs []conv, rep *replies, rate int, d time.Duration
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+	lat := make([]time.Duration, total)
+	for i := range lat {
+		lat[i] = -1
+		if at, ok := rep.at(prefix + strconv.Itoa(i)); ok && status[i]/100 == 2 {
+			lat[i] = at.Sub(sentAt[i])
+		}
+	}
+	res.steps = timeline(start, sentAt, status, lat, min(time.Second, d))
 	if res.missing == 0 {
 		res.drain = max(0, last.Sub(lastSend))
 	} else {

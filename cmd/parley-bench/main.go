@@ -59,6 +59,7 @@ type options struct {
 	botkit       string // directory of Botkit's echo bot; "" leaves it out
 	botkitNote   string // why the default Botkit target is left out
 	workflow     bool   // the echo bot is a workflow bot (-bot workflow)
+	timeline     bool   // each open-loop rate's first second, slice by slice
 }
 
 func main() {
@@ -109,6 +110,7 @@ func parse(args []string) (options, error) {
 	rates := fs.String("rates", "1000,2000", "open-loop rates in messages/s, then twice the sustained rate; empty skips the open loop")
 	fs.DurationVar(&o.rateDuration, "rate-duration", 5*time.Second, "open-loop run time per rate")
 	fs.IntVar(&o.convs, "convs", 100, "conversations of the open-loop runs")
+	fs.BoolVar(&o.timeline, "timeline", false, "also print each open-loop rate's first second in 100 ms slices (accepted, refused, reply p50/p99 by send time): how a burst from idle is absorbed")
 	fs.IntVar(&o.listeners, "listeners", 1000, "idle SSE listeners (0 skips)")
 	fs.DurationVar(&o.idle, "idle", 10*time.Second, "how long the listeners stay idle before their memory is read (their CPU is measured over the last 80 % of it)")
 	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of this build's Parley server to FILE.ENGINE, and its allocations to FILE.ENGINE.allocs")
@@ -385,7 +387,7 @@ func runEngine(o options, engine, dir string) (map[string]float64, error) {
 	fmt.Printf("\n## Goals 2 and 3: user message → bot reply on SSE, open loop over %d conversations\n\n", o.convs)
 	fmt.Println("| target | rate/s | sent | 2xx | 429 | reply p50 | reply p99 | p99 from the 2nd second | no reply | backlog cleared after | server CPU µs/msg | PostgreSQL CPU µs/msg | PostgreSQL checkpoints |")
 	fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
-	var stages []string
+	var stages, steps []string
 	var pg pgStats
 	if engine == "postgres" {
 		pg.url = o.pgURL
@@ -429,6 +431,9 @@ func runEngine(o options, engine, dir string) (map[string]float64, error) {
 			cells := append(stageCells(histsOf(before, stageMetrics), histsOf(after, stageMetrics), r.ok),
 				foldedCell(countsOf(before, messagesMetric), countsOf(after, messagesMetric)))
 			stages = append(stages, stagesRow(p.name, rate, tag, cells))
+			if o.timeline {
+				steps = append(steps, timelineRows(p.name, rate, tag, r.steps)...)
+			}
 			time.Sleep(time.Second)
 		}
 		rep.close()
@@ -450,9 +455,33 @@ func runEngine(o options, engine, dir string) (map[string]float64, error) {
 	for _, row := range stages {
 		fmt.Println(row)
 	}
+	if o.timeline {
+		fmt.Println("\nEach rate's first second, by when the messages were sent (-timeline):")
+		fmt.Println()
+		fmt.Println("| target | rate/s | sent at | 2xx | 429 | reply p50 | reply p99 |")
+		fmt.Println("|---|---|---|---|---|---|---|")
+		for _, row := range steps {
+			fmt.Println(row)
+		}
+	}
 
 	fmt.Println()
 	return sustained, nil
+}
+
+// timelineRows are the -timeline table's rows of one rate.
+func timelineRows(name string, rate int, tag string, steps []timelineSlice) []string {
+	rows := make([]string, len(steps))
+	for i, st := range steps {
+		from := time.Duration(i) * timelineStep
+		p50, p99 := "–", "–"
+		if st.ok > 0 {
+			p50, p99 = ms(pct(st.lat, st.ok-len(st.lat), 0.5)), ms(pct(st.lat, st.ok-len(st.lat), 0.99))
+		}
+		rows[i] = fmt.Sprintf("| %s | %d%s | %d–%d ms | %d | %d | %s | %s |", name, rate, tag,
+			from.Milliseconds(), (from + timelineStep).Milliseconds(), st.ok, st.shed, p50, p99)
+	}
+	return rows
 }
 
 func labels(ps []*parleyTarget) []string {

@@ -473,3 +473,44 @@ func TestOpenLoopColdShed(t *testing.T) {
 		}
 	}
 }
+
+// TestTimeline: -timeline slices the run's first second by send time;
+// each slice counts its 2xx and 429s, and its rows show the replies'
+// quantiles, a missing reply counted as the slowest.
+func TestTimeline(t *testing.T) {
+	start := time.Unix(1000, 0)
+	at := func(ms int) time.Time { return start.Add(time.Duration(ms) * time.Millisecond) }
+	msd := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
+	sent := []time.Time{at(0), at(50), at(99), at(100), at(150), at(250), at(1000)}
+	status := []int{200, 429, 200, 200, 200, 429, 200}
+	lat := []time.Duration{msd(40), -1, msd(10), msd(3), -1, -1, msd(1)}
+	steps := timeline(start, sent, status, lat, time.Second)
+	tests := []struct {
+		slice, ok, shed int
+		lat             []time.Duration
+	}{
+		{0, 2, 1, []time.Duration{msd(40), msd(10)}},
+		{1, 2, 0, []time.Duration{msd(3)}}, // the one at 150 ms got no reply
+		{2, 0, 1, nil},
+		{9, 0, 0, nil}, // the message at 1,000 ms is past the first second
+	}
+	if len(steps) != 10 {
+		t.Fatalf("%d slices, want 10", len(steps))
+	}
+	for _, tt := range tests {
+		got := steps[tt.slice]
+		if got.ok != tt.ok || got.shed != tt.shed || !slices.Equal(got.lat, tt.lat) {
+			t.Errorf("slice %d: %d accepted, %d refused, latencies %v; want %d, %d, %v", tt.slice, got.ok, got.shed, got.lat, tt.ok, tt.shed, tt.lat)
+		}
+	}
+	rows := timelineRows("new", 1000, "", steps)
+	for i, want := range map[int]string{
+		0: "| new | 1000 | 0–100 ms | 2 | 1 | 40.0 ms | 40.0 ms |",
+		1: "| new | 1000 | 100–200 ms | 2 | 0 | ∞ | ∞ |", // the missing reply is the slowest
+		2: "| new | 1000 | 200–300 ms | 0 | 1 | – | – |",
+	} {
+		if rows[i] != want {
+			t.Errorf("row %d = %q, want %q", i, rows[i], want)
+		}
+	}
+}
