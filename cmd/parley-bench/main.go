@@ -430,6 +430,7 @@ func runEngine(o options, engine, dir string) (map[string]float64, error) {
 			after := scrape(p.url)
 			cells := append(stageCells(histsOf(before, stageMetrics), histsOf(after, stageMetrics), r.ok),
 				foldedCell(countsOf(before, messagesMetric), countsOf(after, messagesMetric)))
+			cells = slices.Insert(cells, 1, transactionsCell(before, after, r.ok))
 			stages = append(stages, stagesRow(p.name, rate, tag, cells))
 			if o.timeline {
 				steps = append(steps, timelineRows(p.name, rate, tag, r.steps)...)

@@ -64,22 +64,27 @@ func TestBenchRuns(t *testing.T) {
 	if p := column(out, "## Goals 2 and 3", "p99 from the 2nd second")["parley"]; !strings.HasSuffix(p, " ms") {
 		t.Errorf("p99 from the 2nd second = %q, want a figure", p)
 	}
-	// The stages table, from this build's metrics: one commit per message
+	// The stages table, from this build's metrics: one write per message
 	// when the bot's answer is committed with it (a fold, which waits for
-	// no worker: dashes there when every turn was folded), two when not.
+	// no worker: dashes there when every turn was folded), two when not;
+	// at most as many transactions as writes (writes share batches).
 	_, stages, _ := strings.Cut(out, stagesHeader())
 	row, _, _ := strings.Cut(strings.TrimSpace(stages), "\n")
 	cells := strings.Split(strings.Trim(row, "| "), " | ")
-	if len(cells) != 10 || cells[0] != "parley" || slices.Contains(cells[:5], "–") || slices.Contains(cells[7:], "–") {
+	if len(cells) != 11 || cells[0] != "parley" || slices.Contains(cells[:6], "–") || slices.Contains(cells[8:], "–") {
 		t.Fatalf("stages row = %q", row)
 	}
-	if n, err := strconv.ParseFloat(cells[2], 64); err != nil || n < 1 || n > 2 {
-		t.Errorf("commits per message = %q, want 1 to 2", cells[2])
+	writes, err := strconv.ParseFloat(cells[2], 64)
+	if err != nil || writes < 1 || writes > 2 {
+		t.Errorf("writes per message = %q, want 1 to 2", cells[2])
+	}
+	if n, err := strconv.ParseFloat(cells[3], 64); err != nil || n <= 0 || n > writes {
+		t.Errorf("transactions per message = %q, want above 0 and at most the writes (%s)", cells[3], cells[2])
 	}
 	// How the messages committed, in the stages table and goal 1's: a
 	// share folded, from this build's metrics.
-	if !strings.HasSuffix(cells[9], "%") && !strings.Contains(cells[9], "% (") {
-		t.Errorf("folded = %q, want a share", cells[9])
+	if !strings.HasSuffix(cells[10], "%") && !strings.Contains(cells[10], "% (") {
+		t.Errorf("folded = %q, want a share", cells[10])
 	}
 	if f := goal1Column(out, "folded"); !strings.Contains(f["parley"], "%") || f["bare"] != "–" {
 		t.Errorf("goal 1's folded column = %v, want a share for parley, a dash for the bare handler", f)

@@ -61,6 +61,32 @@ func countsOf(families map[string]*dto.MetricFamily, name string) map[string]flo
 	return out
 }
 
+// transactionsMetric counts the transactions of a build's group commit
+// (its batches), where parley_commits_total counts its writes.
+const transactionsMetric = "parley_commit_transactions_total"
+
+// counterOf reads a counter without labels of families (scrape); false
+// when there is none (an older build).
+func counterOf(families map[string]*dto.MetricFamily, name string) (float64, bool) {
+	f := families[name]
+	if f == nil || f.GetType() != dto.MetricType_COUNTER || len(f.GetMetric()) != 1 {
+		return 0, false
+	}
+	return f.GetMetric()[0].GetCounter().GetValue(), true
+}
+
+// transactionsCell is the group commit's transactions per accepted
+// message between two scrapes: below the writes per message as writes
+// share transactions. A dash for a build without the metric.
+func transactionsCell(before, after map[string]*dto.MetricFamily, accepted int) string {
+	b, ok1 := counterOf(before, transactionsMetric)
+	a, ok2 := counterOf(after, transactionsMetric)
+	if !ok1 || !ok2 || accepted == 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%.2f", (a-b)/float64(accepted))
+}
+
 // foldedCell tells the share of the messages counted between before and
 // after (countsOf messagesMetric) that folded, then the two most
 // frequent reasons of the others: "91 % (slow 6 %, busy 3 %)". A dash
@@ -179,8 +205,8 @@ func seconds(s float64) string { return fmt.Sprintf("%.2f ms", s*1000) }
 
 // stagesHeader is the stages table's header.
 func stagesHeader() string {
-	return "| target | rate/s | commits per message | commit p50 | commit p99 | wait for a worker p50 | p99 | turn p50 | p99 | folded |\n" +
-		"|---|---|---|---|---|---|---|---|---|---|"
+	return "| target | rate/s | writes per message | transactions per message | commit p50 | commit p99 | wait for a worker p50 | p99 | turn p50 | p99 | folded |\n" +
+		"|---|---|---|---|---|---|---|---|---|---|---|"
 }
 
 func stagesRow(name string, rate int, tag string, cells []string) string {

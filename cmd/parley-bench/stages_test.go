@@ -4,6 +4,8 @@ import (
 	"math"
 	"strings"
 	"testing"
+
+	dto "github.com/prometheus/client_model/go"
 )
 
 // TestHistQuantile: quantiles interpolate within the bucket that holds
@@ -72,6 +74,32 @@ func TestFoldedCell(t *testing.T) {
 			map[string]float64{"folded": 0, "slow": 2, "busy": 2}, "0 % (busy 50 %, slow 50 %)"},
 	} {
 		if got := foldedCell(c.before, c.after); got != c.want {
+			t.Errorf("%s: %q, want %q", c.name, got, c.want)
+		}
+	}
+}
+
+// TestTransactionsCell: the group commit's transactions per accepted
+// message between two scrapes, a dash for a build without the metric.
+func TestTransactionsCell(t *testing.T) {
+	families := func(v float64) map[string]*dto.MetricFamily {
+		typ := dto.MetricType_COUNTER
+		return map[string]*dto.MetricFamily{transactionsMetric: {
+			Type:   &typ,
+			Metric: []*dto.Metric{{Counter: &dto.Counter{Value: &v}}},
+		}}
+	}
+	for _, c := range []struct {
+		name          string
+		before, after map[string]*dto.MetricFamily
+		accepted      int
+		want          string
+	}{
+		{"batches of four", families(10), families(260), 1000, "0.25"},
+		{"an older build", map[string]*dto.MetricFamily{}, map[string]*dto.MetricFamily{}, 1000, "–"},
+		{"nothing accepted", families(10), families(10), 0, "–"},
+	} {
+		if got := transactionsCell(c.before, c.after, c.accepted); got != c.want {
 			t.Errorf("%s: %q, want %q", c.name, got, c.want)
 		}
 	}

@@ -204,12 +204,17 @@ func (a *App) start(ctx context.Context, o options) error {
 	// Integrations: the bot's messages in the conversations they own are
 	// delivered from the signal log (the outbox hears of each commit).
 	integ = integrations.New(a.db, bundles, integrations.Options{PublicURL: a.URL, Node: node, Log: a.log})
-	commit := store.Committer(observedCommitter{a.db.NewCommitter(queue.AfterCommit(func(sigs ...*model.Signal) {
+	grouped := a.db.NewCommitter(queue.AfterCommit(func(sigs ...*model.Signal) {
 		hub.Publish(sigs...)
 		for _, sig := range sigs {
 			integ.Outbox.Published(sig)
 		}
-	})), met})
+	}))
+	if g, ok := grouped.(interface{ Transactions() uint64 }); ok {
+		met.CounterFunc("parley_commit_transactions_total", "Transactions the chat pipeline's group commit ran (batches of writes, and writes run again alone after their batch failed): parley_commits_total over it is how many writes a transaction holds.",
+			func() float64 { return float64(g.Transactions()) })
+	}
+	commit := store.Committer(observedCommitter{grouped, met})
 	engine := runtime.New(runtime.Options{})
 	a.closeOnShutdown(engine.Close) // after the workers that run turns
 	sdkBots := turns.NewSDKBots(a.db, bundles, a.log)

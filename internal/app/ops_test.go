@@ -90,6 +90,7 @@ func TestMetricsScrapedAndParsed(t *testing.T) {
 		{"parley_http_requests_total", map[string]string{"route": "POST /chat/{wh}/messages", "method": "POST", "code": "201"}},
 		{"parley_turns_total", map[string]string{"outcome": "failed"}},
 		{"parley_commits_total", map[string]string{"outcome": "ok"}},
+		{"parley_commit_transactions_total", nil},
 		{"parley_commit_duration_seconds", nil},
 		{"parley_turn_wait_seconds", nil},
 		{"parley_user_messages_total", map[string]string{"commit": "off"}}, // FoldWithin 0

@@ -98,6 +98,11 @@ func (m *Metrics) Gauge(name, help string, fn func() float64) {
 	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, fn))
 }
 
+// CounterFunc registers a counter read from fn at each scrape.
+func (m *Metrics) CounterFunc(name, help string, fn func() float64) {
+	m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help}, fn))
+}
+
 // DBStats registers the database pool's statistics (parley_db_*), read
 // from stats (database/sql's DBStats) at each scrape.
 func (m *Metrics) DBStats(stats func() sql.DBStats) {

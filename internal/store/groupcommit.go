@@ -76,6 +76,20 @@ type GroupCommitter struct {
 	// writes not committed yet, and how many there are.
 	heldMu sync.Mutex
 	held   map[model.ConversationRef]*holding
+
+	transactions atomic.Uint64 // run: batches, and writes retried alone
+}
+
+// Transactions tells how many transactions the committer has run: its
+// batches, and the writes it ran again alone after their batch failed.
+// Over the writes committed, it tells how well they batch (metrics:
+// parley_commit_transactions_total).
+func (g *GroupCommitter) Transactions() uint64 { return g.transactions.Load() }
+
+// runTx runs one transaction, counted.
+func (g *GroupCommitter) runTx(ctx context.Context, fn func(ctx context.Context, tx Store) error) error {
+	g.transactions.Add(1)
+	return g.run(ctx, fn)
 }
 
 // holding is a conversation's writes not committed yet, all of one shard.
@@ -254,7 +268,7 @@ func (g *GroupCommitter) commit(batch []*queued) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), batchTimeout)
 	defer cancel()
-	err := g.run(ctx, func(ctx context.Context, tx Store) error {
+	err := g.runTx(ctx, func(ctx context.Context, tx Store) error {
 		for _, q := range live {
 			if err := q.w.Run(ctx, tx); err != nil {
 				return err
@@ -266,7 +280,7 @@ func (g *GroupCommitter) commit(batch []*queued) {
 		// Find the culprit(s): each write alone.
 		for i, q := range live {
 			reset(i)
-			q.err = g.run(ctx, func(ctx context.Context, tx Store) error { return q.w.Run(ctx, tx) })
+			q.err = g.runTx(ctx, func(ctx context.Context, tx Store) error { return q.w.Run(ctx, tx) })
 		}
 	} else {
 		for _, q := range live {
@@ -280,7 +294,7 @@ func (g *GroupCommitter) commit(batch []*queued) {
 			// turn's number and start are checked as it runs.
 			reset(i)
 			q.w.noThen = true
-			q.err = g.run(ctx, func(ctx context.Context, tx Store) error { return q.w.Run(ctx, tx) })
+			q.err = g.runTx(ctx, func(ctx context.Context, tx Store) error { return q.w.Run(ctx, tx) })
 		}
 	}
 	if g.after != nil {

@@ -34,12 +34,15 @@ func TestGroupCommitterBatches(t *testing.T) {
 		localOnly bool
 		writes    []string // "conv:name", "!" before a name: not Local, "x" before: fails
 		want      [][]string
+		// wantTx is Transactions: every transaction run, the rolled-back
+		// batch included.
+		wantTx uint64
 	}{
-		{"one shard batches all", 1, false, []string{"a:1", "a:!2", "a:3"}, [][]string{{"a:0"}, {"a:1", "a:!2", "a:3"}}},
-		{"one shard, local only: not local alone, in order", 1, true, []string{"a:1", "a:!2", "a:3"}, [][]string{{"a:0"}, {"a:1"}, {"a:!2"}, {"a:3"}}},
-		{"shards: not local alone, in order", 2, true, []string{"a:1", "a:!2", "a:3"}, [][]string{{"a:0"}, {"a:1"}, {"a:!2"}, {"a:3"}}},
-		{"shards: local ones batched", 2, true, []string{"a:1", "a:2", "a:3"}, [][]string{{"a:0"}, {"a:1", "a:2", "a:3"}}},
-		{"a failed batch, each alone", 1, false, []string{"a:1", "a:x2", "a:3"}, [][]string{{"a:0"}, {"a:1"}, {"a:3"}}},
+		{"one shard batches all", 1, false, []string{"a:1", "a:!2", "a:3"}, [][]string{{"a:0"}, {"a:1", "a:!2", "a:3"}}, 2},
+		{"one shard, local only: not local alone, in order", 1, true, []string{"a:1", "a:!2", "a:3"}, [][]string{{"a:0"}, {"a:1"}, {"a:!2"}, {"a:3"}}, 4},
+		{"shards: not local alone, in order", 2, true, []string{"a:1", "a:!2", "a:3"}, [][]string{{"a:0"}, {"a:1"}, {"a:!2"}, {"a:3"}}, 4},
+		{"shards: local ones batched", 2, true, []string{"a:1", "a:2", "a:3"}, [][]string{{"a:0"}, {"a:1", "a:2", "a:3"}}, 2},
+		{"a failed batch, each alone", 1, false, []string{"a:1", "a:x2", "a:3"}, [][]string{{"a:0"}, {"a:1"}, {"a:3"}}, 5},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -104,6 +107,9 @@ func TestGroupCommitterBatches(t *testing.T) {
 			wg.Wait()
 			if !slices.EqualFunc(log.txs, tc.want, slices.Equal) {
 				t.Fatalf("transactions %v, want %v", log.txs, tc.want)
+			}
+			if got := g.Transactions(); got != tc.wantTx {
+				t.Fatalf("Transactions() = %d, want %d", got, tc.wantTx)
 			}
 			var committed []string
 			for _, tx := range tc.want {
