@@ -28,31 +28,28 @@ import (
 func (db *DB) Warm(ctx context.Context, n int) (int, error) {
 	pool := db.SQL()
 	n = min(n, pool.Stats().MaxOpenConnections)
-	// All held at once: released one by one, the pool would hand the same
-	// idle connection back each time.
-	conns := make([]*sql.Conn, 0, n)
-	defer func() {
-		for _, c := range conns {
-			c.Close()
-		}
-	}()
-	for len(conns) < n {
-		c, err := pool.Conn(ctx)
-		if err != nil {
-			return 0, err
-		}
-		conns = append(conns, c)
-	}
-	errs := make([]error, len(conns))
+	// Opened side by side, and all held until every one is warm: released
+	// one by one, the pool would hand the same idle connection back.
+	conns := make([]*sql.Conn, n)
+	errs := make([]error, n)
 	var wg sync.WaitGroup
-	for i, c := range conns {
-		wg.Go(func() { errs[i] = firstMessageReads(ctx, db.OnConn(c)) })
+	for i := range n {
+		wg.Go(func() {
+			if conns[i], errs[i] = pool.Conn(ctx); errs[i] == nil {
+				errs[i] = firstMessageReads(ctx, db.OnConn(conns[i]))
+			}
+		})
 	}
 	wg.Wait()
+	for _, c := range conns {
+		if c != nil {
+			c.Close()
+		}
+	}
 	if err := errors.Join(errs...); err != nil {
 		return 0, err
 	}
-	return len(conns), nil
+	return n, nil
 }
 
 // firstMessageReads runs the reads of a user's first message, for ids no
