@@ -94,68 +94,44 @@ func TestConfigOverloadAndSync(t *testing.T) {
 	}
 }
 
-// TestConfigGCHeadroom checks --gc-headroom-mb and PARLEY_GC_HEADROOM_MB.
-func TestConfigGCHeadroom(t *testing.T) {
+// TestConfigIntSettings checks integer settings given by flag or
+// environment: --gc-headroom-mb (PARLEY_GC_HEADROOM_MB) and
+// --db-warm-connections (PARLEY_DB_WARM_CONNECTIONS).
+func TestConfigIntSettings(t *testing.T) {
+	headroom := func(c app.Config) int { return c.GCHeadroomMB }
+	warm := func(c app.Config) int { return c.DBWarmConnections }
 	for _, tc := range []struct {
 		name string
+		get  func(app.Config) int
 		args []string
 		env  map[string]string
 		want int
 		bad  bool
 	}{
-		{name: "default", want: app.DefaultGCHeadroomMB},
-		{name: "flag", args: []string{"--gc-headroom-mb", "128"}, want: 128},
-		{name: "environment", env: map[string]string{"PARLEY_GC_HEADROOM_MB": "0"}, want: 0},
-		{name: "flag over environment", args: []string{"--gc-headroom-mb", "32"}, env: map[string]string{"PARLEY_GC_HEADROOM_MB": "0"}, want: 32},
-		{name: "negative", args: []string{"--gc-headroom-mb", "-1"}, bad: true},
-		{name: "not a number", env: map[string]string{"PARLEY_GC_HEADROOM_MB": "64MB"}, bad: true},
+		{name: "headroom: default", get: headroom, want: app.DefaultGCHeadroomMB},
+		{name: "headroom: flag", get: headroom, args: []string{"--gc-headroom-mb", "128"}, want: 128},
+		{name: "headroom: environment", get: headroom, env: map[string]string{"PARLEY_GC_HEADROOM_MB": "0"}, want: 0},
+		{name: "headroom: flag over environment", get: headroom, args: []string{"--gc-headroom-mb", "32"}, env: map[string]string{"PARLEY_GC_HEADROOM_MB": "0"}, want: 32},
+		{name: "headroom: negative", get: headroom, args: []string{"--gc-headroom-mb", "-1"}, bad: true},
+		{name: "headroom: not a number", get: headroom, env: map[string]string{"PARLEY_GC_HEADROOM_MB": "64MB"}, bad: true},
+		{name: "warm connections: default, the whole pool", get: warm, want: -1},
+		{name: "warm connections: flag", get: warm, args: []string{"--db-warm-connections", "8"}, want: 8},
+		{name: "warm connections: environment, none", get: warm, env: map[string]string{"PARLEY_DB_WARM_CONNECTIONS": "0"}, want: 0},
+		{name: "warm connections: below -1", get: warm, args: []string{"--db-warm-connections", "-2"}, bad: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg, err := app.LoadConfig(tc.args, func(k string) string { return tc.env[k] }, io.Discard)
 			if tc.bad {
 				if err == nil {
-					t.Fatalf("accepted: %d", cfg.GCHeadroomMB)
+					t.Fatalf("accepted: %d", tc.get(cfg))
 				}
 				return
 			}
 			if err != nil {
 				t.Fatal(err)
 			}
-			if cfg.GCHeadroomMB != tc.want {
-				t.Fatalf("GCHeadroomMB %d, want %d", cfg.GCHeadroomMB, tc.want)
-			}
-		})
-	}
-}
-
-// TestConfigDBWarmConnections checks --db-warm-connections and
-// PARLEY_DB_WARM_CONNECTIONS.
-func TestConfigDBWarmConnections(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		args []string
-		env  map[string]string
-		want int
-		bad  bool
-	}{
-		{name: "default: the whole pool", want: -1},
-		{name: "flag", args: []string{"--db-warm-connections", "8"}, want: 8},
-		{name: "environment: none", env: map[string]string{"PARLEY_DB_WARM_CONNECTIONS": "0"}, want: 0},
-		{name: "below -1", args: []string{"--db-warm-connections", "-2"}, bad: true},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			cfg, err := app.LoadConfig(tc.args, func(k string) string { return tc.env[k] }, io.Discard)
-			if tc.bad {
-				if err == nil {
-					t.Fatalf("accepted: %d", cfg.DBWarmConnections)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if cfg.DBWarmConnections != tc.want {
-				t.Fatalf("DBWarmConnections %d, want %d", cfg.DBWarmConnections, tc.want)
+			if got := tc.get(cfg); got != tc.want {
+				t.Fatalf("got %d, want %d", got, tc.want)
 			}
 		})
 	}
