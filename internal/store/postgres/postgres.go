@@ -47,9 +47,11 @@ var Dialect = sqlstore.Dialect{
 const IdleInTransactionTimeout = time.Second
 
 // PlanCacheMode is the plan_cache_mode of Parley's sessions (unless the URL
-// sets one): its statements are prepared once per connection (pgx's
-// statement cache) and all find rows by key, so the generic plan that
-// PostgreSQL settles on after five runs is the plan they keep. In the
+// sets one; PostgreSQL 12 or later, which the schema's generated columns
+// need already): its statements are prepared once per connection (pgx's
+// statement cache) and find rows by key or by a key's prefix, so the
+// generic plan that PostgreSQL settles on after five runs is the plan
+// they keep. In the
 // default mode (auto) each of those five runs on each connection plans the
 // statement for its values first: the read of a turn's start took 0.4-3 ms
 // to bind in each of them (a join of five tables), against 0.02-0.1 ms for
