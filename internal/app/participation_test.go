@@ -60,14 +60,6 @@ func TestRemovedParticipantRefusedInTheCommit(t *testing.T) {
 // postStatus posts a text message and returns the status.
 func postStatus(t *testing.T, c *chatHTTP, conv, text string) int {
 	t.Helper()
-	req, _ := http.NewRequest("POST", c.url+"/messages",
-		strings.NewReader(`{"conversationId":"`+conv+`","payload":{"type":"text","text":"`+text+`"}}`))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("x-user-key", c.key)
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res.Body.Close()
-	return res.StatusCode
+	return postJSON(t, c.url+"/messages", `{"conversationId":"`+conv+`","payload":{"type":"text","text":"`+text+`"}}`,
+		map[string]string{"x-user-key": c.key}).status
 }
