@@ -448,9 +448,11 @@ func openLoop(base string, convs []conv, rep *replies, rate int, d time.Duration
 	// Wait for the replies of every accepted message (or the grace).
 	deadline := time.Now().Add(grace)
 	var last time.Time
+	lat := make([]time.Duration, total) // each message's, < 0 without a reply (timeline)
 	for {
 		res.replyLat, res.warmLat, res.missing, last = res.replyLat[:0], res.warmLat[:0], 0, time.Time{}
 		for i, st := range status {
+			lat[i] = -1
 			if st/100 != 2 {
 				continue
 			}
@@ -459,9 +461,10 @@ func openLoop(base string, convs []conv, rep *replies, rate int, d time.Duration
 				res.missing++
 				continue
 			}
-			res.replyLat = append(res.replyLat, at.Sub(sentAt[i]))
+			lat[i] = at.Sub(sentAt[i])
+			res.replyLat = append(res.replyLat, lat[i])
 			if !cold(i) {
-				res.warmLat = append(res.warmLat, at.Sub(sentAt[i]))
+				res.warmLat = append(res.warmLat, lat[i])
 			}
 			if at.After(last) {
 				last = at
@@ -471,13 +474,6 @@ func openLoop(base string, convs []conv, rep *replies, rate int, d time.Duration
 			break
 		}
 		time.Sleep(20 * time.Millisecond)
-	}
-	lat := make([]time.Duration, total)
-	for i := range lat {
-		lat[i] = -1
-		if at, ok := rep.at(prefix + strconv.Itoa(i)); ok && status[i]/100 == 2 {
-			lat[i] = at.Sub(sentAt[i])
-		}
 	}
 	res.steps = timeline(start, sentAt, status, lat, min(time.Second, d))
 	if res.missing == 0 {
