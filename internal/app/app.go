@@ -397,14 +397,10 @@ func (a *App) warmPool(ctx context.Context) {
 	if !ok {
 		return
 	}
-	n := a.cfg.DBWarmConnections
-	if n < 0 {
-		n = db.Stats().MaxOpenConnections
-	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	start := time.Now()
-	warmed, err := db.Warm(ctx, n)
+	warmed, err := db.Warm(ctx, a.cfg.DBWarmConnections)
 	if err != nil {
 		a.log.Warn("postgres: warming the pool's connections", "err", err)
 		return

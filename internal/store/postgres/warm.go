@@ -10,8 +10,8 @@ import (
 	"github.com/parley-bots/parley/internal/store"
 )
 
-// Warm opens up to n of the pool's connections at once (at most its cap)
-// and runs on each the reads of a user's first message in a conversation:
+// Warm opens n of the pool's connections at once (at most its cap; n < 0:
+// the whole pool) and runs on each the reads of a user's first message in a conversation:
 // its participation, its conversation (a listen's), the start its turn
 // begins from. It returns how many connections it warmed.
 //
@@ -27,7 +27,9 @@ import (
 // later (the pool refilled after a failure) warms as it is used.
 func (db *DB) Warm(ctx context.Context, n int) (int, error) {
 	pool := db.SQL()
-	n = min(n, pool.Stats().MaxOpenConnections)
+	if limit := pool.Stats().MaxOpenConnections; n < 0 || n > limit {
+		n = limit
+	}
 	// Opened side by side, and all held until every one is warm: released
 	// one by one, the pool would hand the same idle connection back.
 	conns := make([]*sql.Conn, n)
