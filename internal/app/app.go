@@ -154,15 +154,19 @@ func (a *App) start(ctx context.Context, o options) error {
 	// The turn pipeline: durable first, then published. The store commits
 	// each write of the chat pipeline, then its hook publishes the signal
 	// to the realtime hub and queues the conversation for the dispatcher.
+	// On PostgreSQL the broker also carries the changes to what the nodes
+	// cache (the Chat API's, the bots'); the hub starts it once the caches
+	// exist (below).
 	var broker realtime.Broker
+	var pgBroker *realtime.PGBroker
 	var alone func() bool
+	var peers conversations.Peers
 	if pg {
-		b := realtime.NewPGBroker(a.cfg.DatabaseURL, "")
-		broker, alone = b, b.Alone
+		pgBroker = realtime.NewPGBroker(a.cfg.DatabaseURL, "")
+		broker, alone, peers = pgBroker, pgBroker.Alone, pgBroker
 	}
 	hub := realtime.NewHub(a.db.Signals(), broker, realtime.Options{Log: a.log,
 		MaxStreamsPerUser: a.cfg.StreamsPerUser, MaxStreamsPerConversation: a.cfg.StreamsPerConv})
-	hub.Start(ctx)
 	a.closeOnShutdown(hub.Close)
 	queue := turns.NewQueue()
 	met.Gauge("parley_turn_queue_depth", "Conversations with pending turns waiting for a dispatcher worker.", func() float64 { return float64(queue.Len()) })
@@ -231,7 +235,7 @@ func (a *App) start(ctx context.Context, o options) error {
 		met.Gauge("parley_door_bound_seconds", "How long the conversation first in line may wait for a worker before new messages wait at the door (--max-turn-delay, or the automatic bound).",
 			func() float64 { b, _ := door.Bound(); return b.Seconds() })
 	}
-	a.chat = conversations.NewChat(a.db, commit, hub, door, queue)
+	a.chat = conversations.NewChat(a.db, commit, hub, door, queue, peers)
 	// callAction of '<integration>:<action>' calls the integration.
 	var actions runtimeapi.ActionCaller = actionRouter{integrations: integ.Actions, bots: sdkBots}
 	if o.actions != nil {
@@ -249,6 +253,17 @@ func (a *App) start(ctx context.Context, o options) error {
 	tablesUC, rowsUC, jobsUC := tables.New(a.db, filesAPI.Files, tables.Limits{})
 	sandboxAPI := turns.WithTables(a.runtimeAPI, tables.Invoker{Rows: rowsUC}, tables.TableOperations)
 	botRuntime := turns.NewRuntime(a.db, commit, engine, sdkBots, sandboxAPI, filesAPI, a.log)
+	if pgBroker != nil {
+		// Changes told by other nodes (and, when this node may have missed
+		// some, realtime.ChangedAll) reach the caches that hold copies.
+		pgBroker.OnChange(func(kind, botID, conversationID string) {
+			a.chat.Changed(kind, botID, conversationID)
+			if kind != conversations.ChangedParticipants && kind != conversations.ChangedConversation {
+				botRuntime.ForgetBots()
+			}
+		})
+	}
+	hub.Start(ctx)
 	resolver := botRuntime.Resolve
 	if o.bots != nil {
 		resolver = o.bots

@@ -19,14 +19,19 @@ import (
 
 // engines runs a test on SQLite and on PostgreSQL.
 func engines(t *testing.T, fn func(t *testing.T, cfg func() app.Config)) {
-	t.Run("sqlite", func(t *testing.T) {
-		dir := t.TempDir()
-		fn(t, func() app.Config { c := testapp.Config(t, ""); c.DataDir = dir; return c })
-	})
+	sqliteOnly(t, fn)
 	t.Run("postgres", func(t *testing.T) {
 		url := testdb.PostgresURL(t)
 		dir := t.TempDir()
 		fn(t, func() app.Config { c := testapp.Config(t, url); c.DataDir = dir; return c })
+	})
+}
+
+// sqliteOnly is engines' SQLite case alone.
+func sqliteOnly(t *testing.T, fn func(t *testing.T, cfg func() app.Config)) {
+	t.Run("sqlite", func(t *testing.T) {
+		dir := t.TempDir()
+		fn(t, func() app.Config { c := testapp.Config(t, ""); c.DataDir = dir; return c })
 	})
 }
 

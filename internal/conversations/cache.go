@@ -19,18 +19,83 @@ import (
 // Chat.BotChanged, including encryption key rotation; participant removal,
 // conversation and user deletion invalidate participants), so on this node a
 // change takes effect for the requests that start after the write
-// returned. Writes made by another process sharing the database (other
-// nodes on PostgreSQL, a CLI on the same SQLite file) are seen within
-// chatCacheTTL: that long, another node may still accept a rotated-out key
-// or a removed participant.
+// returned. The other nodes on PostgreSQL are told of it (Peers: the
+// PostgreSQL broker's notifications) and forget their copies when the
+// notification arrives, in milliseconds; while a node hears the others'
+// changes its answers are kept for peerCacheTTL, a bound for what no
+// notification covers. Without peers (SQLite), or while the broker's
+// listening session is down, answers are kept for chatCacheTTL: that long,
+// a change made by another process (a CLI on the same SQLite file, a node
+// whose notification was lost) may go unseen.
 //
 // Only positive answers are cached (a webhook that resolves, a user who is
 // a participant): a creation never needs an invalidation, and a refusal is
 // always read from the store.
 
 // chatCacheTTL bounds how stale a cached answer can be when the change was
-// made by another process.
+// made by another process that cannot tell this one.
 const chatCacheTTL = time.Second
+
+// peerCacheTTL is how long answers are kept while this node hears the
+// other nodes' changes (Peers.Hearing). With chatCacheTTL, a participation
+// expired after a second was checked again in each new message's
+// transaction; kept for a minute, a conversation whose user writes every
+// few seconds needs no check.
+const peerCacheTTL = time.Minute
+
+// Peers are the other nodes sharing the database (realtime.PGBroker):
+// Tell makes them forget, at once, what their caches hold of a change this
+// node committed (they apply it with Chat.Changed); Hearing reports that
+// this node hears their changes, so that its answers may be kept for
+// peerCacheTTL.
+type Peers interface {
+	Tell(kind, botID, conversationID string)
+	Hearing() bool
+}
+
+// Kinds of changes told to the other nodes (Peers.Tell, Chat.Changed).
+const (
+	// ChangedBot: a bot's integrations (its Chat API's scope and
+	// encryption key) or definition changed, or it was deleted.
+	ChangedBot = "bot"
+	// ChangedParticipants: a participation was removed or a user deleted.
+	ChangedParticipants = "participants"
+	// ChangedConversation: a conversation was deleted.
+	ChangedConversation = "conversation"
+)
+
+// cacheTTL is how long an answer read now may be kept.
+func (s *Chat) cacheTTL() time.Duration {
+	if s.peers != nil && s.peers.Hearing() {
+		return peerCacheTTL
+	}
+	return chatCacheTTL
+}
+
+// tell tells the other nodes of a change committed here.
+func (s *Chat) tell(kind, botID, conversationID string) {
+	if s.peers != nil {
+		s.peers.Tell(kind, botID, conversationID)
+	}
+}
+
+// Changed applies a change another node told of (Peers), or, for
+// realtime.ChangedAll or any kind it does not know, forgets everything the
+// caches hold: this node may have missed changes.
+func (s *Chat) Changed(kind, botID, conversationID string) {
+	switch kind {
+	case ChangedBot:
+		s.botChanged(botID)
+	case ChangedParticipants:
+		s.cache.participants.Invalidate()
+	case ChangedConversation:
+		s.conversationDeleted(botID, conversationID)
+	default:
+		s.cache.scopes.Invalidate()
+		s.cache.keys.Invalidate()
+		s.cache.participants.Invalidate()
+	}
+}
 
 // caches are the Chat API's read caches.
 type caches struct {
@@ -45,10 +110,11 @@ type participantKey struct{ bot, conv, user string }
 // it, so a rotated key never matches an entry verified with the old one.
 type userKeyKey struct{ secret, key string }
 
-// invalidateParticipants is called after a commit that may remove a
-// participation (removal, conversation, user or bot deletion).
-func (s *Chat) invalidateParticipants() {
+// participantsChanged is called after a commit that may remove a
+// participation of a bot's (a removal, a user's deletion).
+func (s *Chat) participantsChanged(botID string) {
 	s.cache.participants.Invalidate()
+	s.tell(ChangedParticipants, botID, "")
 }
 
 // cacheableUserKey reports whether a verified key may be cached: keys

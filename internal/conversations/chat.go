@@ -26,6 +26,7 @@ type Chat struct {
 	streams StreamCloser
 	door    Door
 	folder  Folder
+	peers   Peers  // nil: none can be told
 	cache   caches // read caches of the hot path (cache.go)
 }
 
@@ -59,9 +60,10 @@ type StreamCloser interface {
 }
 
 // NewChat returns the Chat API's use cases; door (may be nil) bounds the
-// turns waiting for the bots.
-func NewChat(st store.Store, commit store.Committer, streams StreamCloser, door Door, folder Folder) *Chat {
-	return &Chat{store: st, commit: commit, streams: streams, door: door, folder: folder}
+// turns waiting for the bots; peers (may be nil) are the other nodes
+// sharing the database, told of the changes to what they cache.
+func NewChat(st store.Store, commit store.Committer, streams StreamCloser, door Door, folder Folder, peers Peers) *Chat {
+	return &Chat{store: st, commit: commit, streams: streams, door: door, folder: folder, peers: peers}
 }
 
 // Folder commits a user's message with its bot's answer when the bot
@@ -78,9 +80,15 @@ type Folder interface {
 //
 // It also ends the bot's streams opened with user keys signed by another
 // encryption key than the current one (a rotation), or all of them when
-// the Chat API is disabled or the bot is gone. Other nodes end theirs
-// when they see the change (within the caches' TTL, see README).
+// the Chat API is disabled or the bot is gone. The other nodes are told,
+// and do the same (Changed).
 func (s *Chat) BotChanged(botID string) {
+	s.botChanged(botID)
+	s.tell(ChangedBot, botID, "")
+}
+
+// botChanged is BotChanged on this node.
+func (s *Chat) botChanged(botID string) {
 	s.cache.scopes.Invalidate()
 	s.cache.keys.Invalidate()
 	s.cache.participants.Invalidate()
@@ -156,7 +164,7 @@ func (s *Chat) Scope(ctx context.Context, webhookID string) (*Scope, error) {
 		return nil, chatWebhookNotFound()
 	}
 	sc := &Scope{BotID: in.BotID, Integration: in, key: key}
-	c.Put(webhookID, sc, gen, chatCacheTTL)
+	c.Put(webhookID, sc, gen, s.cacheTTL())
 	return sc, nil
 }
 
@@ -179,7 +187,7 @@ func (s *Chat) Authenticate(sc *Scope, userKey string) (*Caller, error) {
 		return nil, model.Unauthorized("Invalid user key")
 	}
 	if cacheableUserKey(userKey) {
-		c.Put(k, id, gen, chatCacheTTL)
+		c.Put(k, id, gen, s.cacheTTL())
 	}
 	return &Caller{Scope: sc, UserID: id}, nil
 }
@@ -323,7 +331,7 @@ func (s *Chat) UpdateUser(ctx context.Context, c *Caller, in UserInput) (*model.
 // DeleteUser deletes the caller (and frees its id).
 func (s *Chat) DeleteUser(ctx context.Context, c *Caller) error {
 	err := s.store.Chat().DeleteUser(ctx, c.BotID, c.UserID)
-	s.invalidateParticipants()
+	s.participantsChanged(c.BotID)
 	if model.IsNotFound(err) {
 		return model.NotFound("User " + quote(c.UserID))
 	}
@@ -417,27 +425,35 @@ func (s *Chat) DeleteConversation(ctx context.Context, c *Caller, id string) err
 		return err
 	}
 	err := s.store.Chat().DeleteConversation(ctx, c.BotID, id)
-	s.invalidateParticipants()
 	if err != nil {
+		s.cache.participants.Invalidate()
 		if model.IsNotFound(err) {
 			return model.NotFound("Conversation " + quote(id))
 		}
 		return err
 	}
-	s.streams.CloseConversation(c.BotID, id)
+	s.ConversationDeleted(c.BotID, id)
 	return nil
 }
 
-// ConversationDeleted is told that another API (the Runtime API) deleted a
-// conversation: its streams end and the participant cache forgets it.
+// ConversationDeleted is told that a conversation was deleted (here, or
+// by another API, the Runtime API): its streams end and the participant
+// cache forgets it, here and on the other nodes.
 func (s *Chat) ConversationDeleted(botID, conversationID string) {
-	s.invalidateParticipants()
+	s.conversationDeleted(botID, conversationID)
+	s.tell(ChangedConversation, botID, conversationID)
+}
+
+// conversationDeleted is ConversationDeleted on this node.
+func (s *Chat) conversationDeleted(botID, conversationID string) {
+	s.cache.participants.Invalidate()
 	s.streams.CloseConversation(botID, conversationID)
 }
 
-// ParticipantsChanged is told that another API removed a participant or
-// deleted a user: the participant cache forgets what it knew.
-func (s *Chat) ParticipantsChanged() { s.invalidateParticipants() }
+// ParticipantsChanged is told that another API removed a participant of
+// one of a bot's conversations or deleted one of its users: the
+// participant cache forgets what it knew, here and on the other nodes.
+func (s *Chat) ParticipantsChanged(botID string) { s.participantsChanged(botID) }
 
 // ListConversations lists the conversations the caller owns.
 func (s *Chat) ListConversations(ctx context.Context, c *Caller, token string) ([]*model.Conversation, string, error) {
@@ -504,7 +520,7 @@ func (s *Chat) RemoveParticipant(ctx context.Context, c *Caller, convID, userID 
 	err = s.commitSignal(ctx, sig, nil, func(ctx context.Context, tx store.Store) error {
 		return tx.Chat().RemoveParticipant(ctx, c.BotID, convID, userID)
 	})
-	s.invalidateParticipants()
+	s.participantsChanged(c.BotID)
 	if model.IsNotFound(err) {
 		return model.NotFound("Participant " + quote(userID))
 	}

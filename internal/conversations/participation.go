@@ -26,7 +26,7 @@ func (s *Chat) requireParticipant(ctx context.Context, c *Caller, convID string)
 		return err
 	}
 	if ok {
-		pc.Put(k, true, gen, chatCacheTTL)
+		pc.Put(k, true, gen, s.cacheTTL())
 		return nil
 	}
 	if _, err := s.conversation(ctx, c.BotID, convID); err != nil {
@@ -37,7 +37,7 @@ func (s *Chat) requireParticipant(ctx context.Context, c *Caller, convID string)
 
 // participation is requireParticipant for a user's new message. Where
 // the user's participation was cached and the entry expired (the user
-// posted there before, more than chatCacheTTL ago), it reads nothing: the
+// posted there before, longer ago than the cache keeps answers), it reads nothing: the
 // message's transaction checks it instead (Chat.RequireParticipant, one
 // statement of the group commit's batch rather than a read of its own, a
 // round trip on PostgreSQL), and recheck tells the caller so. A message of
@@ -64,7 +64,7 @@ type participationCheck struct {
 
 // held caches the participation the committed message's transaction saw.
 func (p *participationCheck) held() {
-	p.s.cache.participants.Put(participantKey{p.c.BotID, p.convID, p.c.UserID}, true, p.gen, chatCacheTTL)
+	p.s.cache.participants.Put(participantKey{p.c.BotID, p.convID, p.c.UserID}, true, p.gen, p.s.cacheTTL())
 }
 
 // refused is the error of a message whose transaction found its user no

@@ -46,6 +46,8 @@ type PGBroker struct {
 	pending map[topicKey]int64 // coalesced announcements: newest seq per topic
 	greet   int                // helloStart or helloWelcome to send, 0: none
 	kick    chan struct{}
+
+	changes changes // told changes to what nodes cache (changes.go)
 }
 
 // listenerPrefix starts the application_name of a node's listening session.
@@ -79,6 +81,10 @@ type wakeMsg struct {
 	// heard, this node sends to it as earlier versions did (a rolling
 	// upgrade).
 	V int `json:"v,omitempty"`
+	// Change is the kind of a change to what nodes cache (Tell), of Bot
+	// and Conv; such a message wakes no stream. A node of an earlier
+	// version takes it for a wake-up of seq 0, which wakes nothing.
+	Change string `json:"x,omitempty"`
 }
 
 const (
@@ -149,8 +155,10 @@ func (b *PGBroker) Run(ctx context.Context, wake func(botID, conversationID stri
 		errc <- err
 	}()
 	// Wake-ups sent while this node was not listening are lost: let every
-	// stream re-read the log.
+	// stream re-read the log; and so are changes: the caches forget all.
 	resync()
+	b.changes.hear()
+	defer b.changes.deaf()
 	self := send.PgConn().PID()
 	heard := map[string]bool{}
 	for {
@@ -177,14 +185,16 @@ func (b *PGBroker) Run(ctx context.Context, wake func(botID, conversationID stri
 			heard[m.Node] = true
 			resync()
 		}
-		switch m.Hello {
-		case helloStart:
+		switch {
+		case m.Change != "":
+			b.changes.heard(m.Change, m.Bot, m.Conv)
+		case m.Hello == helloStart:
 			b.hellos.Add(1)
 			b.mu.Lock()
 			b.greetWith(helloWelcome)
 			b.mu.Unlock()
 			b.poke()
-		case 0:
+		case m.Hello == 0:
 			wake(m.Bot, m.Conv, m.Seq)
 		}
 	}
@@ -291,12 +301,16 @@ func (b *PGBroker) send(ctx context.Context, conn *pgx.Conn) error {
 	batch, greet := b.pending, b.greet
 	b.pending, b.greet = map[topicKey]int64{}, 0
 	b.mu.Unlock()
-	if len(batch) == 0 && greet == 0 {
+	told := b.changes.take()
+	if len(batch) == 0 && greet == 0 && len(told) == 0 {
 		return nil
 	}
 	var pb pgx.Batch
 	if greet != 0 {
 		b.queue(&pb, wakeMsg{Hello: greet})
+	}
+	for _, c := range told {
+		b.queue(&pb, wakeMsg{Change: c.kind, Bot: c.bot, Conv: c.conv})
 	}
 	for k, seq := range batch {
 		b.queue(&pb, wakeMsg{Bot: k.bot, Conv: k.conv, Seq: seq})
@@ -316,6 +330,7 @@ func (b *PGBroker) send(ctx context.Context, conn *pgx.Conn) error {
 			b.greetWith(greet)
 		}
 		b.mu.Unlock()
+		b.changes.putBack(told)
 		return err
 	}
 	b.sent.Add(int64(pb.Len()))

@@ -25,10 +25,13 @@ type brokerNode struct {
 	woken []int64 // seqs
 }
 
-func startBroker(t *testing.T, url, channel string) *brokerNode {
+func startBroker(t *testing.T, url, channel string, setup ...func(*PGBroker)) *brokerNode {
 	t.Helper()
 	n := &brokerNode{b: NewPGBroker(url, channel), done: make(chan struct{})}
 	n.b.PeerPoll = 50 * time.Millisecond
+	for _, f := range setup {
+		f(n.b)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	n.cancel = cancel
 	go func() {

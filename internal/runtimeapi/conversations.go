@@ -239,7 +239,7 @@ func (s *Conversations) RemoveParticipant(ctx context.Context, c *Caller, convID
 	err := s.commit.Commit(ctx, &store.Write{Signal: sig, Apply: func(ctx context.Context, tx store.Store) error {
 		return tx.Chat().RemoveParticipant(ctx, c.BotID, convID, userID)
 	}})
-	s.participantsChanged()
+	s.participantsChanged(c.BotID)
 	return orNotFound(err, "Participant", userID)
 }
 

@@ -72,10 +72,10 @@ type IntegrationCreator interface {
 }
 
 // ChatObserver is told of Runtime API changes that the Chat API holds
-// copies of (its participant cache, its live streams): the app passes the
-// Chat API's use cases.
+// copies of (its participant cache, its live streams, here and on the
+// other nodes): the app passes the Chat API's use cases.
 type ChatObserver interface {
-	ParticipantsChanged()
+	ParticipantsChanged(botID string)
 	ConversationDeleted(botID, conversationID string)
 }
 
@@ -131,9 +131,9 @@ func New(st store.Store, commit store.Committer, actions ActionCaller, replies T
 	}
 }
 
-func (d deps) participantsChanged() {
+func (d deps) participantsChanged(botID string) {
 	if d.chat != nil {
-		d.chat.ParticipantsChanged()
+		d.chat.ParticipantsChanged(botID)
 	}
 }
 

@@ -137,7 +137,7 @@ func (s *Users) Delete(ctx context.Context, c *Caller, id string) error {
 		return err
 	}
 	err := s.store.Chat().DeleteUser(ctx, c.BotID, id)
-	s.participantsChanged()
+	s.participantsChanged(c.BotID)
 	return orNotFound(err, "User", id)
 }
 

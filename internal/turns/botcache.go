@@ -66,3 +66,13 @@ func (rt *Runtime) version(ctx context.Context, b *model.Bot) (*model.BotVersion
 	rt.cache.versions.Put(k, v, 0, 24*time.Hour) // immutable: never invalidated, generation 0
 	return v, nil
 }
+
+// ForgetBots is told that another node changed a bot (the PostgreSQL
+// broker's notifications), or that this node may have missed such a
+// change: the cached bots are forgotten and the scheduler reloads its
+// workflow bots. Unlike BotChanged, nothing is sent to an SDK bot: the
+// node where the change was made does that once.
+func (rt *Runtime) ForgetBots() {
+	rt.cache.bots.Invalidate()
+	rt.workflows.botsChanged()
+}

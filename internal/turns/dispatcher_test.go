@@ -91,7 +91,7 @@ func newNodeWith(db store.DB, resolver turns.Resolver, wrap func(store.Committer
 	if wrap != nil {
 		completions = wrap(commit)
 	}
-	return &node{chat: conversations.NewChat(db, commit, nopStreams{}, nil, nil),
+	return &node{chat: conversations.NewChat(db, commit, nopStreams{}, nil, nil, nil),
 		dispatcher: turns.NewDispatcher(db, completions, queue, resolver, slog.Default(), o)}
 }
 
@@ -372,7 +372,7 @@ func TestDoorFollowsTheBot(t *testing.T) {
 		resolver := func(context.Context, string) (turns.Bot, error) { return bot, nil }
 		queue := turns.NewQueue()
 		commit := db.NewCommitter(queue.AfterCommit(nil))
-		n := &node{chat: conversations.NewChat(db, commit, nopStreams{}, queue.Door(0, -1), nil),
+		n := &node{chat: conversations.NewChat(db, commit, nopStreams{}, queue.Door(0, -1), nil, nil),
 			dispatcher: turns.NewDispatcher(db, commit, queue, resolver, slog.Default(),
 				turns.DispatcherOptions{Workers: 1, Leases: leases})}
 		f := newChatFixtureOn(t, db, n)

@@ -128,7 +128,7 @@ func newFoldFixtureOn(t *testing.T, db store.DB, bot turns.Bot, o turns.Dispatch
 	commit := &countingCommitter{Committer: inner}
 	resolver := func(context.Context, string) (turns.Bot, error) { return bot, nil }
 	reads := &atomic.Int64{}
-	n := &node{chat: conversations.NewChat(db, commit, nopStreams{}, nil, queue),
+	n := &node{chat: conversations.NewChat(db, commit, nopStreams{}, nil, queue, nil),
 		dispatcher: turns.NewDispatcher(startReads{db, reads}, commit, queue, resolver, slog.Default(), o)}
 	f := &foldFixture{chatFixture: newChatFixtureOn(t, db, n), db: db, commits: commit, queue: queue, reads: reads}
 	conv, err := f.chat.CreateConversation(context.Background(), f.caller, nil)

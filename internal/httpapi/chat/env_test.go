@@ -67,7 +67,6 @@ func newEnv(t *testing.T, db store.DB, o envOpts) *env {
 	o.hub.Log = log
 	hub := realtime.NewHub(db.Signals(), o.broker, o.hub)
 	ctx, cancel := context.WithCancel(context.Background())
-	hub.Start(ctx)
 	queue := turns.NewQueue()
 	commit := db.NewCommitter(queue.AfterCommit(hub.Publish))
 	var bot turns.Bot = testbots.Echo{}
@@ -78,7 +77,18 @@ func newEnv(t *testing.T, db store.DB, o envOpts) *env {
 	if o.maxTurnDelay != 0 {
 		door = queue.Door(o.maxTurnDelay, 0)
 	}
-	chatUC := conversations.NewChat(db, commit, hub, door, queue)
+	// A PostgreSQL broker carries the changes to the nodes' caches, as in
+	// app.start: told by this node's Chat API, applied by the others'.
+	var peers conversations.Peers
+	pgBroker, _ := o.broker.(*realtime.PGBroker)
+	if pgBroker != nil {
+		peers = pgBroker
+	}
+	chatUC := conversations.NewChat(db, commit, hub, door, queue, peers)
+	if pgBroker != nil {
+		pgBroker.OnChange(chatUC.Changed)
+	}
+	hub.Start(ctx)
 	d := turns.NewDispatcher(db, commit, queue, testbots.Resolver(bot), log, turns.DispatcherOptions{Leases: o.leases, Sweep: time.Second, Workers: o.workers})
 	d.Start(ctx)
 	mux := http.NewServeMux()

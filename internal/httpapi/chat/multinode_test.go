@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/parley-bots/parley/internal/administration"
+	"github.com/parley-bots/parley/internal/model"
 	"github.com/parley-bots/parley/internal/realtime"
 	"github.com/parley-bots/parley/internal/store/postgres"
 	"github.com/parley-bots/parley/internal/testutil/testdb"
@@ -91,6 +93,103 @@ func TestTwoNodesPostgres(t *testing.T) {
 	for _, f := range got {
 		if f.Type == "message_created" && f.Sig["payload"].(map[string]any)["text"] == "after removal" {
 			t.Fatal("removed user received a later message")
+		}
+	}
+}
+
+// TestTwoNodesForgetChanges: what one node changes reaches the other's
+// caches when the broker's notification arrives, though a node that hears
+// them keeps its answers for a minute: a participant removed through A is
+// refused on B, a conversation deleted through A ends its streams on B and
+// is gone there, and an encryption key rotated through A refuses the old
+// keys on B and ends the streams opened with them. Without the
+// notifications, B would answer from its caches for a minute.
+func TestTwoNodesForgetChanges(t *testing.T) {
+	url := testdb.PostgresURL(t)
+	channel := "t" + model.NewNodeID()[5:13] // this test's nodes only
+	var brokers []*realtime.PGBroker
+	open := func() *env {
+		db, err := postgres.Open(context.Background(), url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { db.Close() })
+		br := realtime.NewPGBroker(url, channel)
+		brokers = append(brokers, br)
+		return newEnv(t, db, envOpts{noBot: true, leases: true, broker: br})
+	}
+	a, b := open(), open()
+	a.bot = makeBot(t, a.db)
+	b.bot = a.bot
+	a.base = a.srv.URL + "/chat/" + a.bot.WebhookID
+	b.base = b.srv.URL + "/chat/" + a.bot.WebhookID
+	for _, br := range brokers {
+		waitUntil(t, "both brokers hear", br.Hearing)
+	}
+
+	_, ownerKey := a.user("")
+	u2, key2 := a.user("")
+	conv := a.conversation(ownerKey)
+	a.must(a.call("POST", "/conversations/"+conv+"/participants", ownerKey, map[string]any{"userId": u2}), 200)
+
+	// B caches user2's participation (and the scope and the user keys).
+	b.must(b.call("GET", "/conversations/"+conv+"/messages", key2, nil), 200)
+	a.must(a.call("DELETE", "/conversations/"+conv+"/participants/"+u2, ownerKey, "{}"), 200)
+	statusSoon(t, b, "GET", "/conversations/"+conv+"/messages", key2, 403)
+
+	// A conversation deleted through A: its stream on B ends, and B
+	// finds it gone.
+	gone := a.conversation(ownerKey)
+	b.must(b.call("GET", "/conversations/"+gone+"/messages", ownerKey, nil), 200)
+	s := b.listen(ownerKey, gone, -1)
+	time.Sleep(100 * time.Millisecond)
+	a.must(a.call("DELETE", "/conversations/"+gone, ownerKey, nil), 200)
+	if _, ended := s.ended(5 * time.Second); !ended {
+		t.Fatal("the deleted conversation's stream on the other node is still open")
+	}
+	statusSoon(t, b, "GET", "/conversations/"+gone+"/messages", ownerKey, 404)
+
+	// The encryption key rotated through A (the Admin API's path): B
+	// refuses the old keys and ends the streams opened with them.
+	onB := b.listen(ownerKey, conv, -1)
+	time.Sleep(100 * time.Millisecond)
+	b.must(b.call("GET", "/users/me", ownerKey, nil), 200)
+	ctx := context.Background()
+	bot, err := a.db.Bots().GetByID(ctx, a.bot.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin := &administration.Caller{Principal: administration.Principal{Account: &model.Account{ID: "admin"}},
+		Workspace: &model.Workspace{ID: bot.WorkspaceID}, Member: &model.Member{Role: model.RoleAdministrator}}
+	if _, err := a.bots.Update(ctx, admin, a.bot.ID, administration.BotWrite{
+		Integrations: map[string]*administration.IntegrationWrite{model.IntegrationChat: {
+			Configuration: map[string]any{model.ChatEncryptionKey: "rotated-secret"}}}}); err != nil {
+		t.Fatal(err)
+	}
+	statusSoon(t, b, "GET", "/users/me", ownerKey, 401)
+	if _, ended := onB.ended(5 * time.Second); !ended {
+		t.Fatal("a stream opened with a rotated-out key on the other node is still open")
+	}
+}
+
+// statusSoon waits until e answers the request with want, within 2 s
+// (a notification's way, on a loaded machine).
+func statusSoon(t *testing.T, e *env, method, path, key string, want int) {
+	t.Helper()
+	var got int
+	for end := time.Now().Add(2 * time.Second); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
+		if got = e.call(method, path, key, nil).Status; got == want {
+			return
+		}
+	}
+	t.Fatalf("%s %s on the other node: %d, want %d", method, path, got, want)
+}
+
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for end := time.Now().Add(5 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatalf("timed out waiting until %s", what)
 		}
 	}
 }
