@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/parley-bots/parley/internal/administration"
 	"github.com/parley-bots/parley/internal/app"
 	"github.com/parley-bots/parley/internal/store"
 	"github.com/parley-bots/parley/internal/testutil/testapp"
@@ -33,6 +34,21 @@ func sqliteOnly(t *testing.T, fn func(t *testing.T, cfg func() app.Config)) {
 		dir := t.TempDir()
 		fn(t, func() app.Config { c := testapp.Config(t, ""); c.DataDir = dir; return c })
 	})
+}
+
+// adminCaller is the bootstrap administrator in a's default workspace.
+func adminCaller(t *testing.T, a *app.App) *administration.Caller {
+	t.Helper()
+	ctx := context.Background()
+	p, err := a.Accounts().Authenticate(ctx, a.AdminToken)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := a.Accounts().InWorkspace(ctx, p, defaultWorkspace(t, a))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
 
 func defaultWorkspace(t *testing.T, a *app.App, token ...string) string {

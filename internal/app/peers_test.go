@@ -58,14 +58,7 @@ func TestChangesReachTheOtherNode(t *testing.T) {
 
 	// The bot's Chat API disabled through A's administration.
 	ctx := context.Background()
-	p, err := a.Accounts().Authenticate(ctx, a.AdminToken)
-	if err != nil {
-		t.Fatal(err)
-	}
-	admin, err := a.Accounts().InWorkspace(ctx, p, defaultWorkspace(t, a))
-	if err != nil {
-		t.Fatal(err)
-	}
+	admin := adminCaller(t, a)
 	if getStatus(t, owner, "/users/me") != http.StatusOK {
 		t.Fatal("the owner's key before the change")
 	}

@@ -20,14 +20,7 @@ import (
 func codeBot(t *testing.T, a *app.App, code string) (bot *model.Bot, chatURL, key string) {
 	t.Helper()
 	ctx := context.Background()
-	p, err := a.Accounts().Authenticate(ctx, a.AdminToken)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := a.Accounts().InWorkspace(ctx, p, defaultWorkspace(t, a))
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := adminCaller(t, a)
 	v, err := a.Bots().Create(ctx, c, administration.BotWrite{Code: &code})
 	if err != nil {
 		t.Fatalf("create bot: %v", err)
@@ -82,8 +75,7 @@ func TestRuntimeThroughChatClient(t *testing.T) {
 func setMaxExecutionTime(t *testing.T, a *app.App, botID string, seconds int) {
 	t.Helper()
 	ctx := context.Background()
-	p, _ := a.Accounts().Authenticate(ctx, a.AdminToken)
-	c, _ := a.Accounts().InWorkspace(ctx, p, defaultWorkspace(t, a))
+	c := adminCaller(t, a)
 	if _, err := a.Bots().Update(ctx, c, botID, administration.BotWrite{MaxExecutionTime: &seconds}); err != nil {
 		t.Fatal(err)
 	}

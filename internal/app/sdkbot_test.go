@@ -30,14 +30,7 @@ import (
 func devBot(t *testing.T, a *app.App, url string) (*model.Bot, string) {
 	t.Helper()
 	ctx := context.Background()
-	p, err := a.Accounts().Authenticate(ctx, a.AdminToken)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := a.Accounts().InWorkspace(ctx, p, defaultWorkspace(t, a))
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := adminCaller(t, a)
 	dev := true
 	v, err := a.Bots().Create(ctx, c, administration.BotWrite{Dev: &dev, URL: &url})
 	if err != nil {
@@ -263,14 +256,7 @@ func testWriterFor(t *testing.T) io.Writer { return logWriter{t} }
 func updateBot(t *testing.T, a *app.App, botID string, in administration.BotWrite) {
 	t.Helper()
 	ctx := context.Background()
-	p, err := a.Accounts().Authenticate(ctx, a.AdminToken)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := a.Accounts().InWorkspace(ctx, p, defaultWorkspace(t, a))
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := adminCaller(t, a)
 	if _, err := a.Bots().Update(ctx, c, botID, in); err != nil {
 		t.Fatalf("update bot: %v", err)
 	}
@@ -287,11 +273,7 @@ func deployedSDKBot(t *testing.T, a *app.App, bundle string) (*model.Bot, string
 func codeBotNoCode(t *testing.T, a *app.App) (*model.Bot, string) {
 	t.Helper()
 	ctx := context.Background()
-	p, _ := a.Accounts().Authenticate(ctx, a.AdminToken)
-	c, err := a.Accounts().InWorkspace(ctx, p, defaultWorkspace(t, a))
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := adminCaller(t, a)
 	v, err := a.Bots().Create(ctx, c, administration.BotWrite{})
 	if err != nil {
 		t.Fatal(err)

@@ -25,8 +25,7 @@ import (
 func workflowBot(t *testing.T, a *app.App, botJSON json.RawMessage) (id, chatURL string) {
 	t.Helper()
 	ctx := context.Background()
-	p, _ := a.Accounts().Authenticate(ctx, a.AdminToken)
-	c, _ := a.Accounts().InWorkspace(ctx, p, defaultWorkspace(t, a))
+	c := adminCaller(t, a)
 	v, err := a.Bots().Create(ctx, c, administration.BotWrite{})
 	if err != nil {
 		t.Fatal(err)

@@ -1,15 +1,11 @@
 package realtime
 
 import (
-	"context"
 	"fmt"
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/parley-bots/parley/internal/model"
 	"github.com/parley-bots/parley/internal/testutil/testdb"
@@ -52,31 +48,8 @@ func TestPGBrokerChanges(t *testing.T) {
 	url := testdb.PostgresURL(t)
 	channel := "t" + model.NewNodeID()[5:13]
 
-	// What goes out on the channel, seen from a plain session.
-	watch, err := pgx.Connect(context.Background(), url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer watch.Close(context.Background())
-	if _, err := watch.Exec(context.Background(), "LISTEN "+pgx.Identifier{channel}.Sanitize()); err != nil {
-		t.Fatal(err)
-	}
-	var told atomic.Int64
-	watchCtx, stopWatch := context.WithCancel(context.Background())
-	watchDone := make(chan struct{})
-	go func() {
-		defer close(watchDone)
-		for {
-			n, err := watch.WaitForNotification(watchCtx)
-			if err != nil {
-				return
-			}
-			if strings.Contains(n.Payload, `"x":"bot"`) {
-				told.Add(1)
-			}
-		}
-	}()
-	defer func() { stopWatch(); <-watchDone }()
+	// The changes that go out on the channel, seen from a plain session.
+	told := watchChannel(t, url, channel, func(p string) bool { return strings.Contains(p, `"x":"bot"`) })
 
 	var onA, onB changeLog
 	a := startBroker(t, url, channel, onA.on)

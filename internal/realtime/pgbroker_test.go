@@ -65,6 +65,41 @@ func (n *brokerNode) wokenWith(seq int64) bool {
 	return false
 }
 
+// watchChannel counts the notifications on channel whose payload match
+// accepts, as a plain session (not a node) sees them, until the test ends.
+func watchChannel(t *testing.T, url, channel string, match func(payload string) bool) *atomic.Int64 {
+	t.Helper()
+	watch, err := pgx.Connect(context.Background(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := watch.Exec(context.Background(), "LISTEN "+pgx.Identifier{channel}.Sanitize()); err != nil {
+		watch.Close(context.Background())
+		t.Fatal(err)
+	}
+	var n atomic.Int64
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			msg, err := watch.WaitForNotification(ctx)
+			if err != nil {
+				return
+			}
+			if match(msg.Payload) {
+				n.Add(1)
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		stop()
+		<-done
+		watch.Close(context.Background())
+	})
+	return &n
+}
+
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	for end := time.Now().Add(5 * time.Second); !cond(); {
@@ -90,27 +125,7 @@ func TestPGBrokerPeers(t *testing.T) {
 	}
 
 	// What goes out on the channel, seen from a plain session (not a node).
-	watch, err := pgx.Connect(context.Background(), url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer watch.Close(context.Background())
-	if _, err := watch.Exec(context.Background(), "LISTEN "+pgx.Identifier{channel}.Sanitize()); err != nil {
-		t.Fatal(err)
-	}
-	var heard atomic.Int64
-	watchCtx, stopWatch := context.WithCancel(context.Background())
-	watchDone := make(chan struct{})
-	go func() {
-		defer close(watchDone)
-		for {
-			if _, err := watch.WaitForNotification(watchCtx); err != nil {
-				return
-			}
-			heard.Add(1)
-		}
-	}()
-	defer func() { stopWatch(); <-watchDone }()
+	heard := watchChannel(t, url, channel, func(string) bool { return true })
 
 	a := startBroker(t, url, channel)
 	eventually(t, "A found itself alone", func() bool { return a.b.Alone() })

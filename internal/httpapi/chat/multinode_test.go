@@ -177,8 +177,10 @@ func TestTwoNodesForgetChanges(t *testing.T) {
 func statusSoon(t *testing.T, e *env, method, path, key string, want int) {
 	t.Helper()
 	var got int
-	for end := time.Now().Add(2 * time.Second); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
+	start := time.Now()
+	for end := start.Add(2 * time.Second); time.Now().Before(end); time.Sleep(time.Millisecond) {
 		if got = e.call(method, path, key, nil).Status; got == want {
+			t.Logf("%s %s on the other node: %d after %v", method, path, want, time.Since(start).Round(time.Millisecond))
 			return
 		}
 	}
