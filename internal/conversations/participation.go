@@ -16,7 +16,7 @@ import (
 // 403.
 func (s *Chat) requireParticipant(ctx context.Context, c *Caller, convID string) error {
 	pc := &s.cache.participants
-	k := participantKey{c.BotID, convID, c.UserID}
+	k := participationOf(c, convID)
 	if _, ok := pc.Get(k); ok {
 		return nil
 	}
@@ -46,7 +46,7 @@ func (s *Chat) requireParticipant(ctx context.Context, c *Caller, convID string)
 // the commit, or for a commit of the message alone, which fails the same).
 func (s *Chat) participation(ctx context.Context, c *Caller, convID string) (recheck *participationCheck, err error) {
 	pc := &s.cache.participants
-	k := participantKey{c.BotID, convID, c.UserID}
+	k := participationOf(c, convID)
 	if _, ok := pc.Expired(k); ok {
 		return &participationCheck{s: s, c: c, convID: convID, gen: pc.Generation()}, nil
 	}
@@ -64,17 +64,22 @@ type participationCheck struct {
 
 // held caches the participation the committed message's transaction saw.
 func (p *participationCheck) held() {
-	p.s.cache.participants.Put(participantKey{p.c.BotID, p.convID, p.c.UserID}, true, p.gen, p.s.cacheTTL())
+	p.s.cache.participants.Put(participationOf(p.c, p.convID), true, p.gen, p.s.cacheTTL())
 }
 
 // refused is the error of a message whose transaction found its user no
 // longer a participant: the entry is forgotten, and the store read tells
 // a conversation gone (404) from a participation removed (403).
 func (p *participationCheck) refused(ctx context.Context) error {
-	p.s.cache.participants.Forget(participantKey{p.c.BotID, p.convID, p.c.UserID})
+	p.s.cache.participants.Forget(participationOf(p.c, p.convID))
 	if err := p.s.requireParticipant(ctx, p.c, p.convID); err != nil {
 		return err
 	}
 	// A participant again by now: the message was refused all the same.
 	return model.Forbidden("You are not a participant in this conversation")
+}
+
+// participationOf is the cache key of c's participation in a conversation.
+func participationOf(c *Caller, convID string) participantKey {
+	return participantKey{c.BotID, convID, c.UserID}
 }
