@@ -37,8 +37,8 @@ func (s *Chat) requireParticipant(ctx context.Context, c *Caller, convID string)
 
 // participation is requireParticipant for a user's new message. Where
 // the user's participation was cached and the entry expired (the user
-// posted there before, longer ago than the cache keeps answers), it reads nothing: the
-// message's transaction checks it instead (Chat.RequireParticipant, one
+// posted there before, longer ago than the cache keeps answers), it reads
+// nothing: the message's transaction checks it instead (Chat.RequireParticipant, one
 // statement of the group commit's batch rather than a read of its own, a
 // round trip on PostgreSQL), and recheck tells the caller so. A message of
 // someone who is no longer a participant then stores nothing, as when the
