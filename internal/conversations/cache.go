@@ -64,18 +64,18 @@ const (
 	ChangedConversation = "conversation"
 )
 
-// cacheTTL is how long an answer read now may be kept.
-func (s *Chat) cacheTTL() time.Duration {
-	if s.peers != nil && s.peers.Hearing() {
+// ttl is how long an answer read now may be kept.
+func (c *caches) ttl() time.Duration {
+	if c.peers != nil && c.peers.Hearing() {
 		return peerCacheTTL
 	}
 	return chatCacheTTL
 }
 
 // tell tells the other nodes of a change committed here.
-func (s *Chat) tell(kind, botID, conversationID string) {
-	if s.peers != nil {
-		s.peers.Tell(kind, botID, conversationID)
+func (c *caches) tell(kind, botID, conversationID string) {
+	if c.peers != nil {
+		c.peers.Tell(kind, botID, conversationID)
 	}
 }
 
@@ -102,6 +102,7 @@ type caches struct {
 	scopes       readcache.TTL[string, *Scope]       // webhook id → scope
 	participants readcache.TTL[participantKey, bool] // present → participant
 	keys         readcache.TTL[userKeyKey, string]   // (encryption key, user key) → user id
+	peers        Peers                               // nil: none can be told
 }
 
 type participantKey struct{ bot, conv, user string }
@@ -112,9 +113,9 @@ type userKeyKey struct{ secret, key string }
 
 // participantsChanged is called after a commit that may remove a
 // participation of a bot's (a removal, a user's deletion).
-func (s *Chat) participantsChanged(botID string) {
-	s.cache.participants.Invalidate()
-	s.tell(ChangedParticipants, botID, "")
+func (c *caches) participantsChanged(botID string) {
+	c.participants.Invalidate()
+	c.tell(ChangedParticipants, botID, "")
 }
 
 // cacheableUserKey reports whether a verified key may be cached: keys

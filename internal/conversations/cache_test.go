@@ -26,9 +26,9 @@ func TestCacheTTL(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := &Chat{peers: tt.peers}
-			if got := s.cacheTTL(); got != tt.want {
-				t.Fatalf("cacheTTL = %v, want %v", got, tt.want)
+			c := &caches{peers: tt.peers}
+			if got := c.ttl(); got != tt.want {
+				t.Fatalf("ttl = %v, want %v", got, tt.want)
 			}
 		})
 	}

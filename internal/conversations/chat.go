@@ -26,8 +26,7 @@ type Chat struct {
 	streams StreamCloser
 	door    Door
 	folder  Folder
-	peers   Peers  // nil: none can be told
-	cache   caches // read caches of the hot path (cache.go)
+	cache   caches // read caches of the hot path, and the peers told of changes (cache.go)
 }
 
 // Door admits users' messages that give the bot a turn (turns.Door):
@@ -63,7 +62,7 @@ type StreamCloser interface {
 // turns waiting for the bots; peers (may be nil) are the other nodes
 // sharing the database, told of the changes to what they cache.
 func NewChat(st store.Store, commit store.Committer, streams StreamCloser, door Door, folder Folder, peers Peers) *Chat {
-	return &Chat{store: st, commit: commit, streams: streams, door: door, folder: folder, peers: peers}
+	return &Chat{store: st, commit: commit, streams: streams, door: door, folder: folder, cache: caches{peers: peers}}
 }
 
 // Folder commits a user's message with its bot's answer when the bot
@@ -84,7 +83,7 @@ type Folder interface {
 // and do the same (Changed).
 func (s *Chat) BotChanged(botID string) {
 	s.botChanged(botID)
-	s.tell(ChangedBot, botID, "")
+	s.cache.tell(ChangedBot, botID, "")
 }
 
 // botChanged is BotChanged on this node.
@@ -164,7 +163,7 @@ func (s *Chat) Scope(ctx context.Context, webhookID string) (*Scope, error) {
 		return nil, chatWebhookNotFound()
 	}
 	sc := &Scope{BotID: in.BotID, Integration: in, key: key}
-	c.Put(webhookID, sc, gen, s.cacheTTL())
+	c.Put(webhookID, sc, gen, s.cache.ttl())
 	return sc, nil
 }
 
@@ -187,7 +186,7 @@ func (s *Chat) Authenticate(sc *Scope, userKey string) (*Caller, error) {
 		return nil, model.Unauthorized("Invalid user key")
 	}
 	if cacheableUserKey(userKey) {
-		c.Put(k, id, gen, s.cacheTTL())
+		c.Put(k, id, gen, s.cache.ttl())
 	}
 	return &Caller{Scope: sc, UserID: id}, nil
 }
@@ -331,7 +330,7 @@ func (s *Chat) UpdateUser(ctx context.Context, c *Caller, in UserInput) (*model.
 // DeleteUser deletes the caller (and frees its id).
 func (s *Chat) DeleteUser(ctx context.Context, c *Caller) error {
 	err := s.store.Chat().DeleteUser(ctx, c.BotID, c.UserID)
-	s.participantsChanged(c.BotID)
+	s.cache.participantsChanged(c.BotID)
 	if model.IsNotFound(err) {
 		return model.NotFound("User " + quote(c.UserID))
 	}
@@ -441,7 +440,7 @@ func (s *Chat) DeleteConversation(ctx context.Context, c *Caller, id string) err
 // cache forgets it, here and on the other nodes.
 func (s *Chat) ConversationDeleted(botID, conversationID string) {
 	s.conversationDeleted(botID, conversationID)
-	s.tell(ChangedConversation, botID, conversationID)
+	s.cache.tell(ChangedConversation, botID, conversationID)
 }
 
 // conversationDeleted is ConversationDeleted on this node.
@@ -453,7 +452,7 @@ func (s *Chat) conversationDeleted(botID, conversationID string) {
 // ParticipantsChanged is told that another API removed a participant of
 // one of a bot's conversations or deleted one of its users: the
 // participant cache forgets what it knew, here and on the other nodes.
-func (s *Chat) ParticipantsChanged(botID string) { s.participantsChanged(botID) }
+func (s *Chat) ParticipantsChanged(botID string) { s.cache.participantsChanged(botID) }
 
 // ListConversations lists the conversations the caller owns.
 func (s *Chat) ListConversations(ctx context.Context, c *Caller, token string) ([]*model.Conversation, string, error) {
@@ -520,7 +519,7 @@ func (s *Chat) RemoveParticipant(ctx context.Context, c *Caller, convID, userID 
 	err = s.commitSignal(ctx, sig, nil, func(ctx context.Context, tx store.Store) error {
 		return tx.Chat().RemoveParticipant(ctx, c.BotID, convID, userID)
 	})
-	s.participantsChanged(c.BotID)
+	s.cache.participantsChanged(c.BotID)
 	if model.IsNotFound(err) {
 		return model.NotFound("Participant " + quote(userID))
 	}

@@ -26,7 +26,7 @@ func (s *Chat) requireParticipant(ctx context.Context, c *Caller, convID string)
 		return err
 	}
 	if ok {
-		pc.Put(k, true, gen, s.cacheTTL())
+		pc.Put(k, true, gen, s.cache.ttl())
 		return nil
 	}
 	if _, err := s.conversation(ctx, c.BotID, convID); err != nil {
@@ -64,7 +64,7 @@ type participationCheck struct {
 
 // held caches the participation the committed message's transaction saw.
 func (p *participationCheck) held() {
-	p.s.cache.participants.Put(participationOf(p.c, p.convID), true, p.gen, p.s.cacheTTL())
+	p.s.cache.participants.Put(participationOf(p.c, p.convID), true, p.gen, p.s.cache.ttl())
 }
 
 // refused is the error of a message whose transaction found its user no
