@@ -42,7 +42,7 @@ func TestChangesReachTheOtherNode(t *testing.T) {
 	guest.botTexts(t, conv, guestID, 1)
 
 	newRuntimeClient(t, a, bot.ID).call("DELETE", "/v1/chat/conversations/"+conv+"/participants/"+guestID, "", nil)
-	soon(t, "the guest refused on node B", func() bool {
+	waitFor(t, "the guest refused on node B", notified, func() bool {
 		return getStatus(t, guest, "/conversations/"+conv+"/messages") == http.StatusForbidden
 	})
 	if st := postStatus(t, guest, conv, "after"); st != http.StatusForbidden {
@@ -71,7 +71,7 @@ func TestChangesReachTheOtherNode(t *testing.T) {
 		Integrations: map[string]*administration.IntegrationWrite{model.IntegrationChat: {Enabled: &off}}}); err != nil {
 		t.Fatal(err)
 	}
-	soon(t, "the disabled Chat API refused on node B", func() bool {
+	waitFor(t, "the disabled Chat API refused on node B", notified, func() bool {
 		return getStatus(t, ownerOnB, "/users/me") == http.StatusNotFound
 	})
 }
@@ -79,23 +79,9 @@ func TestChangesReachTheOtherNode(t *testing.T) {
 // getStatus sends a GET with c's user key and returns the status.
 func getStatus(t *testing.T, c *chatHTTP, path string) int {
 	t.Helper()
-	req, _ := http.NewRequest("GET", c.url+path, nil)
-	req.Header.Set("x-user-key", c.key)
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res.Body.Close()
-	return res.StatusCode
+	return sendJSON(t, "GET", c.url+path, "", map[string]string{"x-user-key": c.key}).status
 }
 
-// soon waits up to 2 s (a notification's way, on a loaded machine) until
-// cond holds.
-func soon(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for end := time.Now().Add(2 * time.Second); !cond(); time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(end) {
-			t.Fatalf("not within 2 s: %s", what)
-		}
-	}
-}
+// notified bounds a notification's way to the other node, on a loaded
+// machine.
+const notified = 2 * time.Second

@@ -245,7 +245,14 @@ func TestWebhookIntegration(t *testing.T) {
 
 func postJSON(t *testing.T, url, body string, headers map[string]string) adminResult {
 	t.Helper()
-	req, _ := http.NewRequest("POST", url, strings.NewReader(body))
+	return sendJSON(t, "POST", url, body, headers)
+}
+
+// sendJSON sends a request with a JSON body (empty: none) and returns its
+// status and decoded answer.
+func sendJSON(t *testing.T, method, url, body string, headers map[string]string) adminResult {
+	t.Helper()
+	req, _ := http.NewRequest(method, url, strings.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
 	for k, v := range headers {
 		req.Header.Set(k, v)

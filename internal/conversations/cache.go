@@ -91,10 +91,15 @@ func (s *Chat) Changed(kind, botID, conversationID string) {
 	case ChangedConversation:
 		s.conversationDeleted(botID, conversationID)
 	default:
-		s.cache.scopes.Invalidate()
-		s.cache.keys.Invalidate()
-		s.cache.participants.Invalidate()
+		s.cache.forgetAll()
 	}
+}
+
+// forgetAll forgets every answer the caches hold.
+func (c *caches) forgetAll() {
+	c.scopes.Invalidate()
+	c.keys.Invalidate()
+	c.participants.Invalidate()
 }
 
 // caches are the Chat API's read caches.

@@ -88,9 +88,7 @@ func (s *Chat) BotChanged(botID string) {
 
 // botChanged is BotChanged on this node.
 func (s *Chat) botChanged(botID string) {
-	s.cache.scopes.Invalidate()
-	s.cache.keys.Invalidate()
-	s.cache.participants.Invalidate()
+	s.cache.forgetAll()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	current := ""

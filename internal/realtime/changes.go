@@ -82,6 +82,11 @@ const maxPendingChanges = 1024
 func (c *changes) add(x change) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.push(x)
+}
+
+// push queues x unless it is queued already (c.mu held).
+func (c *changes) push(x change) {
 	switch {
 	case slices.Contains(c.pending, x):
 	case len(c.pending) >= maxPendingChanges:
@@ -107,10 +112,10 @@ func (c *changes) putBack(p []change) {
 		return
 	}
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	later := c.pending
 	c.pending = nil
-	c.mu.Unlock()
 	for _, x := range append(p, later...) {
-		c.add(x)
+		c.push(x)
 	}
 }
