@@ -28,8 +28,9 @@ type changes struct {
 	hearing atomic.Bool
 	on      atomic.Pointer[func(kind, botID, conversationID string)]
 
-	mu      sync.Mutex
-	pending []change // told, not sent yet, in order, without repeats
+	out      changeQueue // told here, not sent yet
+	in       changeQueue // heard from other nodes, not handed to OnChange yet
+	applying atomic.Bool // a goroutine hands in's changes to OnChange
 }
 
 type change struct{ kind, bot, conv string }
@@ -40,12 +41,15 @@ type change struct{ kind, bot, conv string }
 // node believes it is alone: changes are rare, and a node starting at that
 // moment must not miss one.
 func (b *PGBroker) Tell(kind, botID, conversationID string) {
-	b.changes.add(change{kind, botID, conversationID})
+	b.changes.out.add(change{kind, botID, conversationID})
 	b.poke()
 }
 
 // OnChange sets what is called with the changes other nodes tell, and
 // with ChangedAll when this node may have missed some. Set it before Run.
+// The changes heard are handed over one at a time, in the order they
+// came, on a goroutine of their own: f may read the store (a bot's
+// integrations) without holding up the wake-ups that come behind them.
 func (b *PGBroker) OnChange(f func(kind, botID, conversationID string)) { b.changes.on.Store(&f) }
 
 // Hearing reports that this node's listening session is up: every change
@@ -66,56 +70,94 @@ func (c *changes) deaf() {
 	c.forgetAll()
 }
 
-func (c *changes) forgetAll() { c.heard(ChangedAll, "", "") }
+// forgetAll forgets everything the caches hold, before it returns: it
+// reads nothing, and a node that stops or starts listening must not keep
+// a copy for long meanwhile.
+func (c *changes) forgetAll() { c.call(change{kind: ChangedAll}) }
 
-// heard hands a change to OnChange's function.
-func (c *changes) heard(kind, botID, conversationID string) {
+// call hands x to OnChange's function.
+func (c *changes) call(x change) {
 	if f := c.on.Load(); f != nil {
-		(*f)(kind, botID, conversationID)
+		(*f)(x.kind, x.bot, x.conv)
 	}
 }
 
-// maxPendingChanges bounds the changes waiting to be sent (the database
-// is out of reach): past it, they are sent as one ChangedAll.
+// heard queues a change another node told and makes sure a goroutine
+// hands the queue to OnChange. One runs at a time, only while changes
+// wait; one that finds a change queued after its last look runs on.
+func (c *changes) heard(x change) {
+	c.in.add(x)
+	if c.applying.CompareAndSwap(false, true) {
+		go c.apply()
+	}
+}
+
+func (c *changes) apply() {
+	for {
+		for _, x := range c.in.take() {
+			c.call(x)
+		}
+		c.applying.Store(false)
+		if c.in.empty() || !c.applying.CompareAndSwap(false, true) {
+			return
+		}
+	}
+}
+
+// maxPendingChanges bounds the changes waiting in a queue (the database
+// out of reach, or the store slow to answer OnChange's reads): past it,
+// they become one ChangedAll.
 const maxPendingChanges = 1024
 
-func (c *changes) add(x change) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.push(x)
+// changeQueue holds changes in order, without repeats.
+type changeQueue struct {
+	mu    sync.Mutex
+	items []change
 }
 
-// push queues x unless it is queued already (c.mu held).
-func (c *changes) push(x change) {
+func (q *changeQueue) add(x change) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.push(x)
+}
+
+// push queues x unless it is queued already (q.mu held).
+func (q *changeQueue) push(x change) {
 	switch {
-	case slices.Contains(c.pending, x):
-	case len(c.pending) >= maxPendingChanges:
-		c.pending = []change{{kind: ChangedAll}}
+	case slices.Contains(q.items, x):
+	case len(q.items) >= maxPendingChanges:
+		q.items = []change{{kind: ChangedAll}}
 	default:
-		c.pending = append(c.pending, x)
+		q.items = append(q.items, x)
 	}
 }
 
-// take returns the changes to send and forgets them.
-func (c *changes) take() []change {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	p := c.pending
-	c.pending = nil
+// take returns the queued changes and forgets them.
+func (q *changeQueue) take() []change {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	p := q.items
+	q.items = nil
 	return p
 }
 
-// putBack queues changes whose sending failed again, before those told
+func (q *changeQueue) empty() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.items) == 0
+}
+
+// putBack queues changes whose sending failed again, before those queued
 // since.
-func (c *changes) putBack(p []change) {
+func (q *changeQueue) putBack(p []change) {
 	if len(p) == 0 {
 		return
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	later := c.pending
-	c.pending = nil
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	later := q.items
+	q.items = nil
 	for _, x := range append(p, later...) {
-		c.push(x)
+		q.push(x)
 	}
 }

@@ -92,21 +92,21 @@ func TestChangesQueue(t *testing.T) {
 		want []change
 	}{
 		{"in order, no repeats", func(c *changes) {
-			c.add(x(1))
-			c.add(x(2))
-			c.add(x(1))
+			c.out.add(x(1))
+			c.out.add(x(2))
+			c.out.add(x(1))
 		}, []change{x(1), x(2)}},
 		{"put back before the later ones", func(c *changes) {
-			c.add(x(1))
-			c.add(x(2))
-			failed := c.take()
-			c.add(x(3))
-			c.add(x(2))
-			c.putBack(failed)
+			c.out.add(x(1))
+			c.out.add(x(2))
+			failed := c.out.take()
+			c.out.add(x(3))
+			c.out.add(x(2))
+			c.out.putBack(failed)
 		}, []change{x(1), x(2), x(3)}},
 		{"too many: forget all", func(c *changes) {
 			for i := range maxPendingChanges + 1 {
-				c.add(x(i))
+				c.out.add(x(i))
 			}
 		}, []change{{kind: ChangedAll}}},
 	}
@@ -114,7 +114,7 @@ func TestChangesQueue(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			var c changes
 			tt.run(&c)
-			if got := c.take(); !slices.Equal(got, tt.want) {
+			if got := c.out.take(); !slices.Equal(got, tt.want) {
 				t.Fatalf("pending %v, want %v", got, tt.want)
 			}
 		})

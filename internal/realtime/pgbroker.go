@@ -3,12 +3,14 @@ package realtime
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/parley-bots/parley/internal/model"
 )
@@ -35,6 +37,15 @@ type PGBroker struct {
 	// PeerPoll is how often the sender looks for other nodes' listening
 	// sessions (default 1 s): a node gone stops being woken after this.
 	PeerPoll time.Duration
+	// ListenCheck is how long the listening session may stay silent
+	// before a round trip checks it, which must come back within as long
+	// (default 20 s). A session can die without its socket knowing (a NAT
+	// or firewall that drops a quiet connection, a host gone without a
+	// reset): it would wait for notifications that never come, for as
+	// long as TCP keepalive takes (most of an hour), while the caches
+	// keep their copies for a minute (Hearing). The check finds it within
+	// twice ListenCheck, and keeps the connection from looking idle.
+	ListenCheck time.Duration
 
 	peers  atomic.Bool  // another node listens (true until the first look)
 	legacy atomic.Bool  // a node of an older version (no hello) was heard: always send
@@ -60,7 +71,7 @@ func NewPGBroker(dsn, channel string) *PGBroker {
 	if channel == "" {
 		channel = "parley_signals"
 	}
-	b := &PGBroker{dsn: dsn, channel: channel, node: model.NewNodeID(), PeerPoll: time.Second,
+	b := &PGBroker{dsn: dsn, channel: channel, node: model.NewNodeID(), PeerPoll: time.Second, ListenCheck: 20 * time.Second,
 		pending: map[topicKey]int64{}, kick: make(chan struct{}, 1)}
 	b.peers.Store(true)
 	return b
@@ -162,7 +173,7 @@ func (b *PGBroker) Run(ctx context.Context, wake func(botID, conversationID stri
 	self := send.PgConn().PID()
 	heard := map[string]bool{}
 	for {
-		n, err := listen.WaitForNotification(ctx)
+		n, err := b.wait(ctx, listen)
 		if err != nil {
 			cancel()
 			<-errc
@@ -187,7 +198,7 @@ func (b *PGBroker) Run(ctx context.Context, wake func(botID, conversationID stri
 		}
 		switch {
 		case m.Change != "":
-			b.changes.heard(m.Change, m.Bot, m.Conv)
+			b.changes.heard(change{m.Change, m.Bot, m.Conv})
 		case m.Hello == helloStart:
 			b.hellos.Add(1)
 			b.mu.Lock()
@@ -196,6 +207,28 @@ func (b *PGBroker) Run(ctx context.Context, wake func(botID, conversationID stri
 			b.poke()
 		case m.Hello == 0:
 			wake(m.Bot, m.Conv, m.Seq)
+		}
+	}
+}
+
+// wait returns the listening session's next notification. After
+// ListenCheck of silence it checks the session (ListenCheck): a round trip
+// that does not come back within as long fails the session. Notifications
+// that come meanwhile are kept by pgx for the next wait.
+func (b *PGBroker) wait(ctx context.Context, listen *pgx.Conn) (*pgconn.Notification, error) {
+	for {
+		wctx, cancel := context.WithTimeout(ctx, b.ListenCheck)
+		n, err := listen.WaitForNotification(wctx)
+		silent := err != nil && ctx.Err() == nil && errors.Is(wctx.Err(), context.DeadlineExceeded)
+		cancel()
+		if !silent {
+			return n, err // a timed-out wait leaves the connection usable
+		}
+		pctx, cancel := context.WithTimeout(ctx, b.ListenCheck)
+		err = listen.Ping(pctx)
+		cancel()
+		if err != nil {
+			return nil, fmt.Errorf("listening session silent for %v, then no answer within as long: %w", b.ListenCheck, err)
 		}
 	}
 }
@@ -301,7 +334,7 @@ func (b *PGBroker) send(ctx context.Context, conn *pgx.Conn) error {
 	batch, greet := b.pending, b.greet
 	b.pending, b.greet = map[topicKey]int64{}, 0
 	b.mu.Unlock()
-	told := b.changes.take()
+	told := b.changes.out.take()
 	if len(batch) == 0 && greet == 0 && len(told) == 0 {
 		return nil
 	}
@@ -330,7 +363,7 @@ func (b *PGBroker) send(ctx context.Context, conn *pgx.Conn) error {
 			b.greetWith(greet)
 		}
 		b.mu.Unlock()
-		b.changes.putBack(told)
+		b.changes.out.putBack(told)
 		return err
 	}
 	b.sent.Add(int64(pb.Len()))
