@@ -111,11 +111,11 @@ func (p *freezingProxy) freeze(t *testing.T, i int) {
 }
 
 // TestPGBrokerSilentListener: a listening session that stays silent is
-// checked, and kept, while the database answers; once its connection goes
-// silent for good, Run fails within twice ListenCheck (the caches forget
-// what they kept for long), and the restarted broker hears the changes
-// other nodes tell. Without the check, Run would wait on the dead
-// connection for as long as TCP keepalive takes.
+// checked, and kept (it still hears), while the database answers; once
+// its connection goes silent for good, Run fails within twice ListenCheck
+// (the caches forget what they kept for long), and the restarted broker
+// hears the changes other nodes tell. Without the check, Run would wait
+// on the dead connection for as long as TCP keepalive takes.
 func TestPGBrokerSilentListener(t *testing.T) {
 	dbURL := testdb.PostgresURL(t)
 	channel := "t" + model.NewNodeID()[5:13]
@@ -137,14 +137,20 @@ func TestPGBrokerSilentListener(t *testing.T) {
 	}()
 	t.Cleanup(func() { cancel(); <-done })
 
-	eventually(t, "the broker hears", b.Hearing)
-	// Silence on a live session: checked five times, never failed.
+	other := startBroker(t, dbURL, channel)
+	eventually(t, "both hear", func() bool { return b.Hearing() && other.b.Hearing() })
+	// Silence on a live session: checked five times, never failed, and
+	// still hearing.
 	time.Sleep(5 * b.ListenCheck)
 	select {
 	case err := <-runs:
 		t.Fatalf("Run failed on a live session: %v", err)
 	default:
 	}
+	other.b.Tell("bot", "b0", "")
+	eventually(t, "a change arrived on the session after its checks", func() bool {
+		return on.has(change{"bot", "b0", ""})
+	})
 
 	px.freeze(t, 0) // the listening session (Run connects it first)
 	frozen := time.Now()
@@ -164,8 +170,6 @@ func TestPGBrokerSilentListener(t *testing.T) {
 	}
 
 	eventually(t, "the restarted broker hears", b.Hearing)
-	other := startBroker(t, dbURL, channel)
-	eventually(t, "the other node hears", other.b.Hearing)
 	other.b.Tell("bot", "b1", "")
 	eventually(t, "a change told by the other node arrived", func() bool {
 		return on.has(change{"bot", "b1", ""})
