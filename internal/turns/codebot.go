@@ -138,8 +138,7 @@ func (rt *Runtime) Resolve(ctx context.Context, botID string) (Bot, error) {
 // processes of bundle versions no longer deployed stop, and an SDK bot is
 // sent the register operation.
 func (rt *Runtime) BotChanged(botID string) {
-	rt.cache.bots.Invalidate()
-	rt.workflows.botsChanged()
+	rt.ForgetBots()
 	rt.sdk.BotChanged(botID)
 }
 
