@@ -3,6 +3,7 @@ package app_test
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -118,6 +119,49 @@ func TestBatchedTurnsSeeEachOthersCalls(t *testing.T) {
 		for _, s := range sends[1:] {
 			if replies[s] != "yes" {
 				t.Fatalf("message %s: saw %q, want the tag set by the turn before it (all: %v)", s, replies[s], replies)
+			}
+		}
+	})
+}
+
+// TestUserStateTurnsOfManyConversations: turns that set their user's state
+// and the bot's commit in batches on PostgreSQL, each batch locking the
+// states it shares first (store.Write.SharedStates): six users, each in a
+// conversation of their own, send eight messages each, interleaved; every
+// turn sees the count its user's last turn stored, and none fails (a
+// deadlock between two batches would fail one, and its turn would answer
+// with the fallback or run again from a count gone by).
+func TestUserStateTurnsOfManyConversations(t *testing.T) {
+	engines(t, func(t *testing.T, cfg func() app.Config) {
+		a := testapp.Start(t, cfg())
+		bot, chatURL, _ := codeBot(t, a, `bot.on.message('text', async ({ message, client, state }) => {
+  state.user.n = (state.user.n || 0) + 1
+  state.bot.last = message.payload.text
+  await client.createMessage({ conversationId: message.conversationId, payload: { type: 'text',
+    text: message.payload.text + '=' + state.user.n } })
+})`)
+		const users, each = 6, 8
+		var keys, convs [users]string
+		for u := range users {
+			keys[u], convs[u] = newChatConversation(t, chatURL)
+		}
+		for i := 1; i <= each; i++ {
+			for u := range users {
+				sendChatText(t, chatURL, keys[u], convs[u], fmt.Sprint(i))
+			}
+		}
+		for u := range users {
+			want := fmt.Sprint(each) + "=" + fmt.Sprint(each)
+			waitForBotText(t, a, bot.ID, convs[u], func(s string) bool { return s == want })
+			got := botTexts(t, a, bot.ID, convs[u])
+			slices.Reverse(got) // oldest first
+			if len(got) != each {
+				t.Fatalf("user %d: replies %v, want %d", u, got, each)
+			}
+			for i, s := range got {
+				if want := fmt.Sprintf("%d=%d", i+1, i+1); s != want {
+					t.Fatalf("user %d: reply %d is %q, want %q (all: %v)", u, i+1, s, want, got)
+				}
 			}
 		}
 	})

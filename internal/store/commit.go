@@ -35,6 +35,15 @@ type Write struct {
 	// so that two transactions never take such shared rows in different
 	// orders.
 	Local bool
+	// SharedStates, when set on a write that is not Local, are all the
+	// rows outside its conversation that it changes: states (a user's,
+	// the bot's). PostgreSQL's group commit then commits it with other
+	// writes all the same, once the batch's transaction has locked the
+	// keys of every write in it, in one order, before anything else
+	// (States.LockShared, GroupConfig.LockShared): two batches side by
+	// side then never wait for each other in a cycle over those rows.
+	// A write that is not Local and lists none commits alone there.
+	SharedStates []StateKey
 	// Fence, when set, is checked first in the transaction (Leases.Check):
 	// the write commits nothing, failing with ErrFenced, once another node
 	// took over the lease it was done under.

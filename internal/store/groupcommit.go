@@ -37,7 +37,11 @@ import (
 // only Local writes: a write that is not commits alone, in its place in
 // its shard's order, so that batches committing side by side (of several
 // shards, or of several processes on one database) never take rows they
-// share in different orders (a deadlock).
+// share in different orders (a deadlock). With lockShared, a write whose
+// only shared rows are states it lists (a turn that set a user's state)
+// joins batches too: every transaction holding such writes first locks
+// their states' keys, in one order (States.LockShared), so no two wait
+// for each other over them.
 //
 // There is no timer: a write that finds its shard idle starts a batch,
 // which takes everything queued (at most maxBatch) and loops until the
@@ -104,6 +108,10 @@ type GroupConfig struct {
 	Shards int
 	// LocalOnly batches only Local writes; the others commit alone.
 	LocalOnly bool
+	// LockShared, with LocalOnly, also batches the writes that list the
+	// states they share (Write.SharedStates): each transaction holding
+	// such writes first locks all their keys (States.LockShared).
+	LockShared bool
 	// Yield lets the goroutines ready to run go before each batch is
 	// taken: for engines whose commit never waits, so that batches grow.
 	Yield bool
@@ -209,7 +217,7 @@ func (g *GroupCommitter) loop(sh *shard) {
 		n := min(len(sh.queue), maxBatch)
 		if g.cfg.LocalOnly {
 			for i, q := range sh.queue[:n] {
-				if !q.w.Local {
+				if !g.batchable(q.w) {
 					n = max(i, 1) // the local writes before it, or it alone
 					break
 				}
@@ -230,6 +238,33 @@ func (g *GroupCommitter) loop(sh *shard) {
 		sh.mu.Unlock()
 		g.commit(batch)
 	}
+}
+
+// batchable tells whether w may commit with other writes under LocalOnly.
+func (g *GroupCommitter) batchable(w *Write) bool {
+	return w.Local || g.cfg.LockShared && len(w.SharedStates) > 0
+}
+
+// runWrites runs ws in tx, in order, after locking the states they share
+// (LockShared; States.LockShared takes them in its one order).
+func (g *GroupCommitter) runWrites(ctx context.Context, tx Store, ws ...*Write) error {
+	if g.cfg.LockShared {
+		var keys []StateKey
+		for _, w := range ws {
+			keys = append(keys, w.SharedStates...)
+		}
+		if len(keys) > 0 {
+			if err := tx.States().LockShared(ctx, keys); err != nil {
+				return err
+			}
+		}
+	}
+	for _, w := range ws {
+		if err := w.Run(ctx, tx); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (g *GroupCommitter) commit(batch []*queued) {
@@ -268,19 +303,16 @@ func (g *GroupCommitter) commit(batch []*queued) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), batchTimeout)
 	defer cancel()
-	err := g.runTx(ctx, func(ctx context.Context, tx Store) error {
-		for _, q := range live {
-			if err := q.w.Run(ctx, tx); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+	ws := make([]*Write, len(live))
+	for i, q := range live {
+		ws[i] = q.w
+	}
+	err := g.runTx(ctx, func(ctx context.Context, tx Store) error { return g.runWrites(ctx, tx, ws...) })
 	if err != nil && len(live) > 1 {
 		// Find the culprit(s): each write alone.
 		for i, q := range live {
 			reset(i)
-			q.err = g.runTx(ctx, func(ctx context.Context, tx Store) error { return q.w.Run(ctx, tx) })
+			q.err = g.runTx(ctx, func(ctx context.Context, tx Store) error { return g.runWrites(ctx, tx, q.w) })
 		}
 	} else {
 		for _, q := range live {
@@ -294,7 +326,7 @@ func (g *GroupCommitter) commit(batch []*queued) {
 			// turn's number and start are checked as it runs.
 			reset(i)
 			q.w.noThen = true
-			q.err = g.runTx(ctx, func(ctx context.Context, tx Store) error { return q.w.Run(ctx, tx) })
+			q.err = g.runTx(ctx, func(ctx context.Context, tx Store) error { return g.runWrites(ctx, tx, q.w) })
 		}
 	}
 	if g.after != nil {

@@ -18,7 +18,9 @@ import (
 // TestGroupCommitterBatches checks how writes are grouped into
 // transactions: one shard batches every write queued behind a running
 // transaction; with localOnly (one shard or several) a write that is not
-// Local commits alone, in its place in its conversation's order; a failed batch is
+// Local commits alone, in its place in its conversation's order, unless
+// it lists the states it shares and lockShared is on: it then joins the
+// batch, whose transaction locks those states before any write; a failed batch is
 // retried one write per transaction, the failing write alone failing; and
 // the after-commit hook sees the committed writes, each conversation's in
 // order.
@@ -29,20 +31,28 @@ func TestGroupCommitterBatches(t *testing.T) {
 	}
 	bad := errors.New("bad write")
 	cases := []struct {
-		name      string
-		shards    int
-		localOnly bool
-		writes    []string // "conv:name", "!" before a name: not Local, "x" before: fails
-		want      [][]string
+		name       string
+		shards     int
+		localOnly  bool
+		lockShared bool
+		// "conv:name"; before a name, "!": not Local, "s": not Local,
+		// sharing the state named after it; "x": fails
+		writes []string
+		want   [][]string
 		// wantTx is Transactions: every transaction run, the rolled-back
 		// batch included.
 		wantTx uint64
 	}{
-		{"one shard batches all", 1, false, []string{"a:1", "a:!2", "a:3"}, [][]string{{"a:0"}, {"a:1", "a:!2", "a:3"}}, 2},
-		{"one shard, local only: not local alone, in order", 1, true, []string{"a:1", "a:!2", "a:3"}, [][]string{{"a:0"}, {"a:1"}, {"a:!2"}, {"a:3"}}, 4},
-		{"shards: not local alone, in order", 2, true, []string{"a:1", "a:!2", "a:3"}, [][]string{{"a:0"}, {"a:1"}, {"a:!2"}, {"a:3"}}, 4},
-		{"shards: local ones batched", 2, true, []string{"a:1", "a:2", "a:3"}, [][]string{{"a:0"}, {"a:1", "a:2", "a:3"}}, 2},
-		{"a failed batch, each alone", 1, false, []string{"a:1", "a:x2", "a:3"}, [][]string{{"a:0"}, {"a:1"}, {"a:3"}}, 5},
+		{"one shard batches all", 1, false, false, []string{"a:1", "a:!2", "a:3"}, [][]string{{"a:0"}, {"a:1", "a:!2", "a:3"}}, 2},
+		{"one shard, local only: not local alone, in order", 1, true, false, []string{"a:1", "a:!2", "a:3"}, [][]string{{"a:0"}, {"a:1"}, {"a:!2"}, {"a:3"}}, 4},
+		{"shards: not local alone, in order", 2, true, false, []string{"a:1", "a:!2", "a:3"}, [][]string{{"a:0"}, {"a:1"}, {"a:!2"}, {"a:3"}}, 4},
+		{"shards: local ones batched", 2, true, false, []string{"a:1", "a:2", "a:3"}, [][]string{{"a:0"}, {"a:1", "a:2", "a:3"}}, 2},
+		{"a failed batch, each alone", 1, false, false, []string{"a:1", "a:x2", "a:3"}, [][]string{{"a:0"}, {"a:1"}, {"a:3"}}, 5},
+		{"local only: shared states alone without lockShared", 2, true, false, []string{"a:1", "a:s2", "a:3"}, [][]string{{"a:0"}, {"a:1"}, {"a:s2"}, {"a:3"}}, 4},
+		{"lockShared: shared states batched, locked first", 2, true, true, []string{"a:1", "a:s2", "a:s3", "a:!4", "a:s5"},
+			[][]string{{"a:0"}, {"lock:s2,s3", "a:1", "a:s2", "a:s3"}, {"a:!4"}, {"lock:s5", "a:s5"}}, 4},
+		{"lockShared: a failed batch's writes locked alone", 1, true, true, []string{"a:s1", "a:x2", "a:s3"},
+			[][]string{{"a:0"}, {"lock:s1", "a:s1"}, {"lock:s3", "a:s3"}}, 5},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -53,7 +63,7 @@ func TestGroupCommitterBatches(t *testing.T) {
 				first.Do(func() { close(started); <-release })
 				var names []string
 				ctx = context.WithValue(ctx, txKey{}, &names)
-				if err := fn(ctx, nil); err != nil {
+				if err := fn(ctx, lockLog{}); err != nil {
 					return err // rolled back: not logged
 				}
 				log.mu.Lock()
@@ -64,7 +74,7 @@ func TestGroupCommitterBatches(t *testing.T) {
 			var announced []string
 			var mu sync.Mutex
 			specs := map[*store.Write]string{}
-			g := store.NewGroupCommitter(store.GroupConfig{Shards: tc.shards, LocalOnly: tc.localOnly}, run, func(w *store.Write) {
+			g := store.NewGroupCommitter(store.GroupConfig{Shards: tc.shards, LocalOnly: tc.localOnly, LockShared: tc.lockShared}, run, func(w *store.Write) {
 				mu.Lock()
 				announced = append(announced, specs[w])
 				mu.Unlock()
@@ -73,7 +83,7 @@ func TestGroupCommitterBatches(t *testing.T) {
 			// no store): all of them are of one shard.
 			write := func(spec string) *store.Write {
 				name := spec[2:]
-				w := &store.Write{Local: name[0] != '!',
+				w := &store.Write{Local: name[0] != '!' && name[0] != 's',
 					Apply: func(ctx context.Context, _ store.Store) error {
 						if name[0] == 'x' {
 							return bad
@@ -82,6 +92,9 @@ func TestGroupCommitterBatches(t *testing.T) {
 						*names = append(*names, spec)
 						return nil
 					}}
+				if name[0] == 's' {
+					w.SharedStates = []store.StateKey{{BotID: "b", Scope: store.ScopeUser, OwnerID: name}}
+				}
 				mu.Lock()
 				specs[w] = spec
 				mu.Unlock()
@@ -113,7 +126,11 @@ func TestGroupCommitterBatches(t *testing.T) {
 			}
 			var committed []string
 			for _, tx := range tc.want {
-				committed = append(committed, tx...)
+				for _, name := range tx {
+					if !strings.HasPrefix(name, "lock:") {
+						committed = append(committed, name)
+					}
+				}
 			}
 			if !slices.Equal(announced, committed) {
 				t.Fatalf("announced %v, want %v", announced, committed)
@@ -123,6 +140,24 @@ func TestGroupCommitterBatches(t *testing.T) {
 }
 
 type txKey struct{}
+
+// lockLog is a transaction that logs, as "lock:<owners>", the states
+// locked through it (the rest of its store is nil).
+type lockLog struct{ store.Store }
+
+func (lockLog) States() store.States { return lockStates{} }
+
+type lockStates struct{ store.States }
+
+func (lockStates) LockShared(ctx context.Context, keys []store.StateKey) error {
+	owners := make([]string, len(keys))
+	for i, k := range keys {
+		owners[i] = k.OwnerID
+	}
+	names := ctx.Value(txKey{}).(*[]string)
+	*names = append(*names, "lock:"+strings.Join(owners, ","))
+	return nil
+}
 
 // TestGroupCommitterYield checks that with Yield a batch waits for the
 // goroutines ready to run: on one P, a goroutine that becomes ready before

@@ -326,6 +326,12 @@ const (
 	ScopeBot          = "bot"
 )
 
+// StateKey names one state document: a bot's, a user's or a
+// conversation's (Scope, and the owner's id).
+type StateKey struct {
+	BotID, Scope, OwnerID string
+}
+
 // States stores bot state documents (JSON objects) per scope and owner id.
 type States interface {
 	// Get returns nil, nil when no state is stored.
@@ -349,6 +355,13 @@ type States interface {
 	// needed before the COMMIT, which takes the write's last-turn check
 	// when offered one (LastTurnOf).
 	RequireTurnStart(ctx context.Context, botID, userID, conversationID string, start TurnStart) error
+	// LockShared takes, for the rest of the transaction, a lock per key
+	// (not the rows: a state not stored yet has none), all in one order:
+	// transactions that each lock the states they will write before they
+	// write anything never wait for each other in a cycle, whatever
+	// order their writes then come in (Write.SharedStates). An engine
+	// with one writer at a time (SQLite) needs none and takes none.
+	LockShared(ctx context.Context, keys []StateKey) error
 }
 
 // IdleTurn is what a turn starts with, read before its message is

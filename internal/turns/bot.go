@@ -98,6 +98,11 @@ type BotOutput interface {
 	// completion may then commit with other conversations' writes
 	// (store.Write.Local).
 	WithLocalCompletion(apply func(ctx context.Context, tx store.Store) error)
+	// WithStatesCompletion is WithLocalCompletion for an apply that also
+	// writes states outside the conversation (a user's, the bot's), all
+	// of them in states: PostgreSQL may still commit the completion with
+	// other writes, locking those states first (store.Write.SharedStates).
+	WithStatesCompletion(states []store.StateKey, apply func(ctx context.Context, tx store.Store) error)
 	// RequestHandoff asks for a human to take the conversation over
 	// ("" for the turn's), stored with the turn's completion: the bot's
 	// turns in it are skipped until an operator hands it back.

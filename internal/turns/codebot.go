@@ -181,10 +181,13 @@ func (cb *codeBot) HandleTurn(ctx context.Context, in *TurnInput, out BotOutput)
 		}
 		return recordTurn(ctx, tx, b.ID, v.ID, rin.Event, res.Logs, "", problems)
 	}
-	if res.States.User == nil && res.States.Bot == nil && len(problems) == 0 {
+	switch {
+	case len(problems) > 0:
+		out.WithCompletion(complete) // an issue
+	case res.States.User != nil || res.States.Bot != nil:
+		out.WithStatesCompletion(sharedStates(b.ID, in.UserID, res.States), complete)
+	default:
 		out.WithLocalCompletion(complete) // the conversation's state and logs only
-	} else {
-		out.WithCompletion(complete) // a user's or the bot's state, an issue
 	}
 	return problemFailure(res.Problem) // recorded with the completion; the dispatcher sends the fallback
 }
@@ -339,6 +342,19 @@ func (rt *Runtime) saveStates(ctx context.Context, tx store.Store, botID string,
 		}
 	}
 	return nil
+}
+
+// sharedStates are the states outside the conversation that saveStates
+// writes: the user's, the bot's.
+func sharedStates(botID, userID string, st runtime.States) []store.StateKey {
+	var keys []store.StateKey
+	if st.User != nil {
+		keys = append(keys, store.StateKey{BotID: botID, Scope: store.ScopeUser, OwnerID: userID})
+	}
+	if st.Bot != nil {
+		keys = append(keys, store.StateKey{BotID: botID, Scope: store.ScopeBot, OwnerID: botID})
+	}
+	return keys
 }
 
 // tellStart tells out what the conversation's next turn starts with

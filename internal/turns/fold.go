@@ -429,9 +429,14 @@ func (f *fold) commitFolded(ctx context.Context, r ran, start store.IdleTurn) er
 	}
 	// A completion that changes more than its conversation's rows (a
 	// user's or the bot's state) makes the whole write so: PostgreSQL's
-	// group commit then commits it alone (store.Write.Local).
+	// group commit then commits it alone (store.Write.Local), unless all
+	// it changes beyond them are states it lists, which a batch locks
+	// first (store.Write.SharedStates).
 	local := f.w.Local
 	f.w.Local = local && then.Local
+	if local {
+		f.w.SharedStates = then.SharedStates // the states it shares, if that is all
+	}
 	f.w.Fence = f.fence
 	at := time.Now()
 	err := f.submit(ctx)
@@ -452,7 +457,7 @@ func (f *fold) commitFolded(ctx context.Context, r ran, start store.IdleTurn) er
 		raced := errors.Is(err, store.ErrFenced) && f.fence != nil && f.fence.Take
 		// The rolled-back attempt's numbers are forgotten (a turn that
 		// keeps a number is not numbered again).
-		f.w.Then, f.w.ThenIf, f.w.Fence, f.w.Local = nil, nil, nil, local
+		f.w.Then, f.w.ThenIf, f.w.Fence, f.w.Local, f.w.SharedStates = nil, nil, nil, local, nil
 		f.w.Turn.Seq = 0
 		if f.w.Signal != nil {
 			f.w.Signal.Seq = 0

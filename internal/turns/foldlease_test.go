@@ -6,6 +6,7 @@ package turns_test
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -151,11 +152,12 @@ func TestFoldWithLeaseFenced(t *testing.T) {
 }
 
 // localWrites records, for each write with a Then it commits, whether it
-// was Local.
+// was Local, and the states it shares.
 type localWrites struct {
 	store.Committer
-	mu    sync.Mutex
-	local []bool
+	mu     sync.Mutex
+	local  []bool
+	shared [][]store.StateKey
 }
 
 func (c *localWrites) Commit(ctx context.Context, w *store.Write) error {
@@ -172,23 +174,29 @@ func (c *localWrites) record(w *store.Write) {
 	if w.Then != nil {
 		c.mu.Lock()
 		c.local = append(c.local, w.Local)
+		c.shared = append(c.shared, w.SharedStates)
 		c.mu.Unlock()
 	}
 }
 
 // TestFoldWithLeaseNotLocal: a folded answer whose completion changes more
-// than its conversation's rows (a user's state, the bot's) makes the
-// message's write not Local, so PostgreSQL's group commit commits it in a
-// transaction of its own (two batches side by side never take those rows
-// in different orders); an answer that changes only its conversation's
-// rows keeps it Local.
+// than its conversation's rows (an issue) makes the message's write not
+// Local, so PostgreSQL's group commit commits it in a transaction of its
+// own (two batches side by side never take those rows in different
+// orders); one whose completion changes a user's state lists it
+// (SharedStates: batched, locked first); an answer that changes only its
+// conversation's rows keeps it Local.
 func TestFoldWithLeaseNotLocal(t *testing.T) {
 	rec := &localWrites{}
+	userState := []store.StateKey{{BotID: "b", Scope: store.ScopeUser, OwnerID: "u"}}
 	bot := botFunc(func(ctx context.Context, in *turns.TurnInput, out turns.BotOutput) error {
 		var p struct{ Text string }
 		_ = json.Unmarshal(in.Message.Payload, &p)
-		if p.Text == "shared" {
+		switch p.Text {
+		case "shared":
 			out.WithCompletion(func(context.Context, store.Store) error { return nil })
+		case "states":
+			out.WithStatesCompletion(userState, func(context.Context, store.Store) error { return nil })
 		}
 		return echoText(ctx, in, out)
 	})
@@ -199,14 +207,18 @@ func TestFoldWithLeaseNotLocal(t *testing.T) {
 	})
 	f.warm(t)
 	rec.mu.Lock()
-	rec.local = nil // the first message's, folded under the lease it took
+	rec.local, rec.shared = nil, nil // the first message's, folded under the lease it took
 	rec.mu.Unlock()
 	f.post(t, f.conv, "own")
 	f.post(t, f.conv, "shared")
-	eqStrings(t, "messages", f.texts(t), "warm", "echo warm", "own", "echo own", "shared", "echo shared")
+	f.post(t, f.conv, "states")
+	eqStrings(t, "messages", f.texts(t), "warm", "echo warm", "own", "echo own", "shared", "echo shared", "states", "echo states")
 	rec.mu.Lock()
 	defer rec.mu.Unlock()
-	if len(rec.local) != 2 || !rec.local[0] || rec.local[1] {
-		t.Fatalf("folded writes Local = %v, want [true false]", rec.local)
+	if !slices.Equal(rec.local, []bool{true, false, false}) {
+		t.Fatalf("folded writes Local = %v, want [true false false]", rec.local)
+	}
+	if len(rec.shared) != 3 || rec.shared[0] != nil || rec.shared[1] != nil || !slices.Equal(rec.shared[2], userState) {
+		t.Fatalf("folded writes SharedStates = %v, want [[] [] %v]", rec.shared, userState)
 	}
 }

@@ -112,6 +112,7 @@ type turnOutput struct {
 	held   []*store.Write                                    // the bot's messages and events, in order
 	finish []func(ctx context.Context, tx store.Store) error // WithCompletion
 	shared bool                                              // a WithCompletion that is not local
+	states []store.StateKey                                  // the shared states of WithStatesCompletion
 	// sent and refused count the turn's messages stored (or held) and
 	// refused (a turn whose every reply was refused gets the fallback
 	// message).
@@ -260,6 +261,11 @@ func (o *turnOutput) WithLocalCompletion(apply func(ctx context.Context, tx stor
 	o.finish = append(o.finish, apply)
 }
 
+func (o *turnOutput) WithStatesCompletion(states []store.StateKey, apply func(ctx context.Context, tx store.Store) error) {
+	o.finish = append(o.finish, apply)
+	o.states = append(o.states, states...)
+}
+
 // completion is the one write that ends a turn: the held messages and
 // events (with their signals, in order), what WithCompletion added, and
 // the turn's deletion. Without effects (a failed turn, or dropEffects
@@ -267,15 +273,20 @@ func (o *turnOutput) WithLocalCompletion(apply func(ctx context.Context, tx stor
 func (o *turnOutput) completion(t *model.Turn, dropEffects bool) *store.Write {
 	var held []*store.Write
 	var finish []func(ctx context.Context, tx store.Store) error
+	var states []store.StateKey
 	local := true
 	if o != nil && !dropEffects {
-		held, finish, local = o.held, o.finish, !o.shared
+		held, finish, local, states = o.held, o.finish, !o.shared, o.states
 	}
 	for _, h := range held {
 		ref := h.Conversation()
 		local = local && h.Local && ref.BotID == t.BotID && ref.ConversationID == t.ConversationID
 	}
-	w := &store.Write{Local: local, Ref: model.ConversationRef{BotID: t.BotID, ConversationID: t.ConversationID},
+	if !local {
+		states = nil // it shares more than states: alone
+	}
+	w := &store.Write{Local: local && len(states) == 0, SharedStates: states,
+		Ref: model.ConversationRef{BotID: t.BotID, ConversationID: t.ConversationID},
 		Apply: func(ctx context.Context, tx store.Store) error {
 			for _, h := range held {
 				if h.Apply != nil {

@@ -145,12 +145,15 @@ func (wb *workflowBot) HandleTurn(ctx context.Context, in *TurnInput, out BotOut
 		}
 		return rt.recordWorkflowTurn(ctx, tx, b.ID, v.ID, rin.Event, res)
 	}
-	if res.States.User == nil && res.States.Bot == nil && res.Problem == nil && (res.Outcome == nil || len(res.Outcome.Issues) == 0) {
+	switch {
+	case res.Problem != nil || res.Outcome != nil && len(res.Outcome.Issues) > 0:
+		out.WithCompletion(complete) // an issue
+	case res.States.User != nil || res.States.Bot != nil:
+		out.WithStatesCompletion(sharedStates(b.ID, in.UserID, res.States), complete)
+	default:
 		// The conversation's rows only: its state, its dialog and its
 		// inactivity timeout (keyed by the conversation), its logs.
 		out.WithLocalCompletion(complete)
-	} else {
-		out.WithCompletion(complete) // a user's or the bot's state, an issue
 	}
 	if res.Problem != nil {
 		return problemFailure(res.Problem)

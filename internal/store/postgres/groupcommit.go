@@ -30,11 +30,12 @@ import (
 // Batches hold only Local writes (localOnly): two batches, of this node's
 // shards or of other nodes on the same database, then never take shared
 // rows (a user's or the bot's state) in different orders; the other
-// writes commit alone.
+// writes commit alone, except those whose shared rows are states they
+// list (LockShared: a transaction locks their keys first, in one order).
 func commitShards(procs int) int { return min(max(procs/2, 2), 8) }
 
 func newCommitter(db *sqlstore.DB, after store.AfterCommit) store.Committer {
-	return store.NewGroupCommitter(store.GroupConfig{Shards: commitShards(runtime.GOMAXPROCS(0)), LocalOnly: true}, func(ctx context.Context, fn func(context.Context, store.Store) error) error {
+	return store.NewGroupCommitter(store.GroupConfig{Shards: commitShards(runtime.GOMAXPROCS(0)), LocalOnly: true, LockShared: true}, func(ctx context.Context, fn func(context.Context, store.Store) error) error {
 		ctx = store.WithPipeline(ctx)
 		return db.InTx(ctx, func(tx store.Store) error { return fn(ctx, tx) })
 	}, after)

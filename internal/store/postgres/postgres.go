@@ -35,6 +35,8 @@ var Dialect = sqlstore.Dialect{
 	Table:         table,
 	Transient:     transient,
 	MigrationLock: `SELECT pg_advisory_xact_lock(1885434988, hashtext(COALESCE(current_schema(), '')))`,
+	// The one-key form: its locks never meet the migrations' two-key ones.
+	KeyLocks: `SELECT pg_advisory_xact_lock(k) FROM unnest(?::bigint[]) AS k`,
 }
 
 // IdleInTransactionTimeout is the server-side idle_in_transaction_session_timeout

@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"hash/fnv"
+	"slices"
 	"strings"
 	"time"
 
@@ -384,5 +386,28 @@ func (r states) Put(ctx context.Context, botID, scope, ownerID string, data json
 	_, err := r.s.exec(ctx, `INSERT INTO states (bot_id, scope, owner_id, data, updated_at) VALUES (?, ?, ?, ?, ?)
 		ON CONFLICT (bot_id, scope, owner_id) DO UPDATE SET data = excluded.data, updated_at = excluded.updated_at`,
 		botID, scope, ownerID, rawText(data), ms(model.Now()))
+	return r.s.fail(err, "state")
+}
+
+// LockShared hashes each key to 64 bits and locks the hashes in ascending
+// order, each once (Dialect.KeyLocks): one order whatever the keys', so
+// that two transactions never each hold a lock the other waits for. Two
+// keys with the same hash share a lock, which costs a wait, never a
+// deadlock.
+func (r states) LockShared(ctx context.Context, keys []store.StateKey) error {
+	if r.s.e.d.KeyLocks == "" || len(keys) == 0 {
+		return nil
+	}
+	ids := make([]int64, len(keys))
+	for i, k := range keys {
+		h := fnv.New64a()
+		for _, part := range []string{k.BotID, k.Scope, k.OwnerID} {
+			h.Write([]byte(part))
+			h.Write([]byte{0})
+		}
+		ids[i] = int64(h.Sum64())
+	}
+	slices.Sort(ids)
+	_, err := r.s.exec(ctx, r.s.e.d.KeyLocks, slices.Compact(ids))
 	return r.s.fail(err, "state")
 }

@@ -73,6 +73,11 @@ type Dialect struct {
 	// conversation (migration 0016, PostgreSQL): CreateMessage checks
 	// that the conversation exists itself.
 	UnkeyedChat bool
+	// KeyLocks, when set, is the statement that takes a lock until the
+	// transaction ends on each of its one argument's keys (an array of
+	// 64-bit integers), in the array's order (States.LockShared); empty:
+	// the engine runs one writer at a time and needs none.
+	KeyLocks string
 	// PinnedBegin, when set, is the statement that begins InPinnedTx's
 	// transactions on the pinned connection, which then runs without a
 	// database/sql Tx (SQLite's "BEGIN IMMEDIATE"); empty: a Tx.

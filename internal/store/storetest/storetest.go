@@ -56,6 +56,7 @@ func Run(t *testing.T, open func(t *testing.T) store.DB) {
 		{"RequireTurnStart", testRequireTurnStart},
 		{"RequireFirstTurn", testRequireFirstTurn},
 		{"States", testStates},
+		{"SharedStates", testSharedStates},
 		{"Leases", testLeases},
 		{"LeasePrune", testLeasePrune},
 		{"FenceRenews", testFenceRenews},
