@@ -59,17 +59,26 @@ func call(method, url string, headers map[string]string, body, out any) error {
 	return nil
 }
 
+// stateEchoBot is echoBot counting each user's messages in the user's
+// state (-bot js-state), as the runtime's documentation shows: every turn
+// also writes a state outside its conversation.
+const stateEchoBot = `bot.on.message('*', async ({ message, client, state }) => {
+  state.user.count = (state.user.count || 0) + 1
+  await client.createMessage({ conversationId: message.conversationId,
+    payload: { type: 'text', text: 'echo ' + message.payload.text } })
+})`
+
 // workflowEcho is echoBot as a workflow bot (-bot workflow): every
 // message starts its workflow, which answers and ends.
 const workflowEcho = `{"workflows":{"main":{"nodes":{"s":{"type":"start","cards":[
   {"type":"message","payload":"echo {{ event.preview }}"}]}}}}}`
 
-// botName names the echo bot in the tables' titles.
-func botName(workflow bool) string {
-	if workflow {
-		return "workflow"
-	}
-	return "JavaScript"
+// echoBots are the bots -bot names: a bot's code, or a workflow bot's
+// JSON, and its name in the tables' titles.
+var echoBots = map[string]struct{ code, botJSON, name string }{
+	"js":       {code: echoBot, name: "JavaScript"},
+	"js-state": {code: stateEchoBot, name: "JavaScript (user state)"},
+	"workflow": {botJSON: workflowEcho, name: "workflow"},
 }
 
 // chatAPI is a Parley bot's Chat API with its echo bot.
@@ -78,9 +87,10 @@ type chatAPI struct{ base string }
 // conv is a conversation and the key of the user who owns it.
 type conv struct{ id, key string }
 
-// newChatBot creates the echo bot through the Admin API (with workflow,
-// publishes workflowEcho to it) and returns its Chat API.
-func newChatBot(t *target, workflow bool) (*chatAPI, error) {
+// newChatBot creates the echo bot named kind (echoBots) through the Admin
+// API (a workflow bot's JSON published to it) and returns its Chat API.
+func newChatBot(t *target, kind string) (*chatAPI, error) {
+	bk := echoBots[kind]
 	auth := map[string]string{"Authorization": "Bearer " + t.token}
 	var ws struct {
 		Workspaces []struct{ ID string } `json:"workspaces"`
@@ -100,15 +110,15 @@ func newChatBot(t *target, workflow bool) (*chatAPI, error) {
 			} `json:"integrations"`
 		} `json:"bot"`
 	}
-	create := map[string]any{"name": "bench", "code": echoBot}
-	if workflow {
-		create = map[string]any{"name": "bench"}
+	create := map[string]any{"name": "bench"}
+	if bk.code != "" {
+		create["code"] = bk.code
 	}
 	if err := call("POST", t.url+"/v1/admin/bots", auth, create, &bot); err != nil {
 		return nil, err
 	}
-	if workflow {
-		doc := map[string]any{"botJson": json.RawMessage(workflowEcho)}
+	if bk.botJSON != "" {
+		doc := map[string]any{"botJson": json.RawMessage(bk.botJSON)}
 		if err := call("POST", t.url+"/v1/admin/bots/"+bot.Bot.ID+"/publish-from-bot-json", auth, doc, nil); err != nil {
 			return nil, fmt.Errorf("%s: publishing the workflow echo bot: %w", t.name, err)
 		}

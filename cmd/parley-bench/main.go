@@ -58,7 +58,7 @@ type options struct {
 	env          []string
 	botkit       string // directory of Botkit's echo bot; "" leaves it out
 	botkitNote   string // why the default Botkit target is left out
-	workflow     bool   // the echo bot is a workflow bot (-bot workflow)
+	bot          string // the echo bot: js, js-state or workflow (-bot)
 	timeline     bool   // each open-loop rate's first second, slice by slice
 }
 
@@ -114,7 +114,7 @@ func parse(args []string) (options, error) {
 	fs.IntVar(&o.listeners, "listeners", 1000, "idle SSE listeners (0 skips)")
 	fs.DurationVar(&o.idle, "idle", 10*time.Second, "how long the listeners stay idle before their memory is read (their CPU is measured over the last 80 % of it)")
 	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of this build's Parley server to FILE.ENGINE, and its allocations to FILE.ENGINE.allocs")
-	bot := fs.String("bot", "js", "the echo bot every Parley runs: js (JavaScript) or workflow (the same echo as a bot JSON, published with publishFromBotJson)")
+	bot := fs.String("bot", "js", "the echo bot every Parley runs: js (JavaScript), js-state (the same, counting each user's messages in state.user, as the runtime's documented example) or workflow (the echo as a bot JSON, published with publishFromBotJson)")
 	botkit := fs.String("botkit", defaultBotkit, "Botkit's echo bot in `DIR` (bench/botkit once npm ci ran there), run side by side in the closed loop; empty leaves it out (the default is left out when it has no node_modules)")
 	if _, err := parseFlags(fs, args); err != nil {
 		return o, err
@@ -125,13 +125,10 @@ func parse(args []string) (options, error) {
 	if o.botkit, o.botkitNote, err = botkitDir(*botkit, given); err != nil {
 		return o, err
 	}
-	switch *bot {
-	case "js":
-	case "workflow":
-		o.workflow = true
-	default:
-		return o, fmt.Errorf("-bot: %q is neither js nor workflow", *bot)
+	if _, ok := echoBots[*bot]; !ok {
+		return o, fmt.Errorf("-bot: %q is none of js, js-state and workflow", *bot)
 	}
+	o.bot = *bot
 	o.engines = strings.Split(*engines, ",")
 	for _, e := range o.engines {
 		if e != "sqlite" && e != "postgres" {
@@ -252,7 +249,7 @@ func runEngine(o options, engine, dir string) (map[string]float64, error) {
 		t.dbPID = dbPID
 		p := &parleyTarget{target: t}
 		ps = append(ps, p)
-		if p.chat, err = newChatBot(t, o.workflow); err != nil {
+		if p.chat, err = newChatBot(t, o.bot); err != nil {
 			return nil, err
 		}
 		if p.loop, err = p.chat.conversations(o.conns); err != nil {
@@ -291,7 +288,7 @@ func runEngine(o options, engine, dir string) (map[string]float64, error) {
 	}
 	// 1. Throughput, targets alternating within each round, Parley's in an
 	// order that rotates from round to round.
-	fmt.Printf("\n## Goal 1: createMessage, %d clients, closed loop, %s echo bot answering\n\n", o.conns, botName(o.workflow))
+	fmt.Printf("\n## Goal 1: createMessage, %d clients, closed loop, %s echo bot answering\n\n", o.conns, echoBots[o.bot].name)
 	results := map[string][]closedResult{}
 	for round := range o.rounds {
 		results["bare"] = append(results["bare"], closedLoop(bare, o.conns, sendChat(bare.url, bareConvs, "b"), o.duration, nil))

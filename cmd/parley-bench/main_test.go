@@ -293,6 +293,7 @@ func TestParseFlags(t *testing.T) {
 		{args: []string{"-engines", "mysql"}, bad: true},
 		{args: []string{"-rates", "fast"}, bad: true},
 		{args: []string{"-bot", "workflow"}, bins: 1},
+		{args: []string{"-bot", "js-state"}, bins: 1},
 		{args: []string{"-bot", "python"}, bad: true},
 	} {
 		o, err := parse(tc.args)
@@ -308,27 +309,36 @@ func TestParseFlags(t *testing.T) {
 	}
 }
 
-// TestBenchRunsWorkflowBot: with -bot workflow, every Parley runs the
-// echo as a workflow bot, whose answers the closed loop waits for (a
-// sustained rate counts the replies on the streams) and which fold.
-func TestBenchRunsWorkflowBot(t *testing.T) {
+// TestBenchRunsOtherBots: with -bot workflow, every Parley runs the echo
+// as a workflow bot; with -bot js-state, as JavaScript that also counts
+// the user's messages in the user's state. The closed loop waits for
+// their answers (a sustained rate counts the replies on the streams),
+// and their turns fold.
+func TestBenchRunsOtherBots(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts servers")
 	}
-	// A long fold bound: on a loaded machine (the whole suite, -race) a
-	// turn past 5 ms commits its message first.
-	got, out := runBench(t, []string{"-bot", "workflow", "-duration", "1s", "-conns", "2", "-rates", "", "-listeners", "0", "-botkit", "",
-		"-env", "PARLEY_FOLD_WITHIN=10s"})
-	if got["sqlite"]["parley"] <= 0 {
-		t.Fatalf("sustained rates = %v", got)
-	}
-	if !strings.Contains(out, "workflow echo bot answering") {
-		t.Errorf("goal 1's title does not name the workflow bot:\n%s", out)
-	}
-	f := goal1Column(out, "folded")["parley"]
-	share, _, _ := strings.Cut(f, " %")
-	if n, err := strconv.Atoi(share); err != nil || n < 50 {
-		t.Errorf("folded = %q, want most messages (a workflow bot's turn folds)", f)
+	for _, tc := range []struct{ bot, title string }{
+		{"workflow", "workflow echo bot answering"},
+		{"js-state", "JavaScript (user state) echo bot answering"},
+	} {
+		t.Run(tc.bot, func(t *testing.T) {
+			// A long fold bound: on a loaded machine (the whole suite,
+			// -race) a turn past 5 ms commits its message first.
+			got, out := runBench(t, []string{"-bot", tc.bot, "-duration", "1s", "-conns", "2", "-rates", "", "-listeners", "0", "-botkit", "",
+				"-env", "PARLEY_FOLD_WITHIN=10s"})
+			if got["sqlite"]["parley"] <= 0 {
+				t.Fatalf("sustained rates = %v", got)
+			}
+			if !strings.Contains(out, tc.title) {
+				t.Errorf("goal 1's title does not name the bot (%q):\n%s", tc.title, out)
+			}
+			f := goal1Column(out, "folded")["parley"]
+			share, _, _ := strings.Cut(f, " %")
+			if n, err := strconv.Atoi(share); err != nil || n < 50 {
+				t.Errorf("folded = %q, want most messages (the bot's turn folds)", f)
+			}
+		})
 	}
 }
 
