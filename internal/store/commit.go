@@ -44,6 +44,11 @@ type Write struct {
 	// side then never wait for each other in a cycle over those rows.
 	// A write that is not Local and lists none commits alone there.
 	SharedStates []StateKey
+	// SharesMore says the write changes shared rows besides SharedStates
+	// (an issue, another conversation): it commits alone there, having
+	// locked its SharedStates all the same, so that it never holds one of
+	// those states while a batch that locked it first waits for it.
+	SharesMore bool
 	// Fence, when set, is checked first in the transaction (Leases.Check):
 	// the write commits nothing, failing with ErrFenced, once another node
 	// took over the lease it was done under.

@@ -242,11 +242,12 @@ func (g *GroupCommitter) loop(sh *shard) {
 
 // batchable tells whether w may commit with other writes under LocalOnly.
 func (g *GroupCommitter) batchable(w *Write) bool {
-	return w.Local || g.cfg.LockShared && len(w.SharedStates) > 0
+	return w.Local || g.cfg.LockShared && len(w.SharedStates) > 0 && !w.SharesMore
 }
 
 // runWrites runs ws in tx, in order, after locking the states they share
-// (LockShared; States.LockShared takes them in its one order).
+// (LockShared; States.LockShared takes them in its one order), whether
+// they commit in a batch or alone.
 func (g *GroupCommitter) runWrites(ctx context.Context, tx Store, ws ...*Write) error {
 	if g.cfg.LockShared {
 		var keys []StateKey

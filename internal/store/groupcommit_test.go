@@ -36,7 +36,8 @@ func TestGroupCommitterBatches(t *testing.T) {
 		localOnly  bool
 		lockShared bool
 		// "conv:name"; before a name, "!": not Local, "s": not Local,
-		// sharing the state named after it; "x": fails
+		// sharing the state named after it, "m": the same and more
+		// (SharesMore); "x": fails
 		writes []string
 		want   [][]string
 		// wantTx is Transactions: every transaction run, the rolled-back
@@ -53,6 +54,8 @@ func TestGroupCommitterBatches(t *testing.T) {
 			[][]string{{"a:0"}, {"lock:s2,s3", "a:1", "a:s2", "a:s3"}, {"a:!4"}, {"lock:s5", "a:s5"}}, 4},
 		{"lockShared: a failed batch's writes locked alone", 1, true, true, []string{"a:s1", "a:x2", "a:s3"},
 			[][]string{{"a:0"}, {"lock:s1", "a:s1"}, {"lock:s3", "a:s3"}}, 5},
+		{"lockShared: sharing more, alone but locked", 2, true, true, []string{"a:s1", "a:m2", "a:s3"},
+			[][]string{{"a:0"}, {"lock:s1", "a:s1"}, {"lock:m2", "a:m2"}, {"lock:s3", "a:s3"}}, 4},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -83,7 +86,7 @@ func TestGroupCommitterBatches(t *testing.T) {
 			// no store): all of them are of one shard.
 			write := func(spec string) *store.Write {
 				name := spec[2:]
-				w := &store.Write{Local: name[0] != '!' && name[0] != 's',
+				w := &store.Write{Local: !strings.ContainsRune("!sm", rune(name[0])), SharesMore: name[0] == 'm',
 					Apply: func(ctx context.Context, _ store.Store) error {
 						if name[0] == 'x' {
 							return bad
@@ -92,7 +95,7 @@ func TestGroupCommitterBatches(t *testing.T) {
 						*names = append(*names, spec)
 						return nil
 					}}
-				if name[0] == 's' {
+				if name[0] == 's' || name[0] == 'm' {
 					w.SharedStates = []store.StateKey{{BotID: "b", Scope: store.ScopeUser, OwnerID: name}}
 				}
 				mu.Lock()

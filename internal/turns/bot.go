@@ -91,8 +91,11 @@ type BotOutput interface {
 	// WithCompletion adds apply to the transaction that completes the
 	// turn (after HandleTurn returned): the turn's states and logs are
 	// stored with its completion (and, for an EffectHolder, its held
-	// replies). apply must be re-runnable (store.Write).
-	WithCompletion(apply func(ctx context.Context, tx store.Store) error)
+	// replies). apply must be re-runnable (store.Write). states are the
+	// states outside the conversation that apply writes, locked first
+	// (store.Write.SharedStates); the completion commits alone on
+	// PostgreSQL (store.Write.SharesMore).
+	WithCompletion(apply func(ctx context.Context, tx store.Store) error, states ...store.StateKey)
 	// WithLocalCompletion is WithCompletion for an apply that changes only
 	// the turn's conversation's rows, besides inserting rows (logs): the
 	// completion may then commit with other conversations' writes

@@ -181,11 +181,11 @@ func (cb *codeBot) HandleTurn(ctx context.Context, in *TurnInput, out BotOutput)
 		}
 		return recordTurn(ctx, tx, b.ID, v.ID, rin.Event, res.Logs, "", problems)
 	}
-	switch {
+	switch shared := sharedStates(b.ID, in.UserID, res.States); {
 	case len(problems) > 0:
-		out.WithCompletion(complete) // an issue
-	case res.States.User != nil || res.States.Bot != nil:
-		out.WithStatesCompletion(sharedStates(b.ID, in.UserID, res.States), complete)
+		out.WithCompletion(complete, shared...) // an issue
+	case len(shared) > 0:
+		out.WithStatesCompletion(shared, complete) // a user's or the bot's state
 	default:
 		out.WithLocalCompletion(complete) // the conversation's state and logs only
 	}

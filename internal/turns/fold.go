@@ -435,7 +435,7 @@ func (f *fold) commitFolded(ctx context.Context, r ran, start store.IdleTurn) er
 	local := f.w.Local
 	f.w.Local = local && then.Local
 	if local {
-		f.w.SharedStates = then.SharedStates // the states it shares, if that is all
+		f.w.SharedStates, f.w.SharesMore = then.SharedStates, then.SharesMore
 	}
 	f.w.Fence = f.fence
 	at := time.Now()
@@ -457,7 +457,7 @@ func (f *fold) commitFolded(ctx context.Context, r ran, start store.IdleTurn) er
 		raced := errors.Is(err, store.ErrFenced) && f.fence != nil && f.fence.Take
 		// The rolled-back attempt's numbers are forgotten (a turn that
 		// keeps a number is not numbered again).
-		f.w.Then, f.w.ThenIf, f.w.Fence, f.w.Local, f.w.SharedStates = nil, nil, nil, local, nil
+		f.w.Then, f.w.ThenIf, f.w.Fence, f.w.Local, f.w.SharedStates, f.w.SharesMore = nil, nil, nil, local, nil, false
 		f.w.Turn.Seq = 0
 		if f.w.Signal != nil {
 			f.w.Signal.Seq = 0

@@ -14,9 +14,10 @@ import (
 // when everything it holds changes the turn's own conversation: not with a
 // WithCompletion (an issue) or a WithStatesCompletion (a user's or the
 // bot's state), nor with a held reply to another conversation; a
-// completion without effects is. It lists its shared states (which a
-// batch locks first) only when they are all it shares. Group commit
-// orders it with its turn's conversation in every case.
+// completion without effects is. It lists the states it shares (which
+// its transaction locks first), and says when it shares more (it then
+// commits alone). Group commit orders it with its turn's conversation in
+// every case.
 func TestCompletionLocal(t *testing.T) {
 	turn := &model.Turn{BotID: "b", ConversationID: "c", Seq: 1}
 	reply := func(conv string) *store.Write {
@@ -34,16 +35,17 @@ func TestCompletionLocal(t *testing.T) {
 		drop   bool
 		want   bool
 		shared []store.StateKey
+		more   bool // SharesMore
 	}{
-		{"nothing", func(*turnOutput) {}, false, true, nil},
-		{"a reply and a local completion", func(o *turnOutput) { o.held = append(o.held, reply("c")); o.WithLocalCompletion(nop) }, false, true, nil},
-		{"a shared completion", func(o *turnOutput) { o.WithLocalCompletion(nop); o.WithCompletion(nop) }, false, false, nil},
-		{"a reply to another conversation", func(o *turnOutput) { o.held = append(o.held, reply("other")) }, false, false, nil},
-		{"a shared completion, effects dropped", func(o *turnOutput) { o.WithCompletion(nop) }, true, true, nil},
-		{"a user's and the bot's states", states(user, bot), false, false, []store.StateKey{user, bot}},
-		{"states and a shared completion", func(o *turnOutput) { states(user)(o); o.WithCompletion(nop) }, false, false, nil},
-		{"states and a reply to another conversation", func(o *turnOutput) { states(user)(o); o.held = append(o.held, reply("other")) }, false, false, nil},
-		{"states, effects dropped", states(user), true, true, nil},
+		{"nothing", func(*turnOutput) {}, false, true, nil, false},
+		{"a reply and a local completion", func(o *turnOutput) { o.held = append(o.held, reply("c")); o.WithLocalCompletion(nop) }, false, true, nil, false},
+		{"a shared completion", func(o *turnOutput) { o.WithLocalCompletion(nop); o.WithCompletion(nop) }, false, false, nil, true},
+		{"a reply to another conversation", func(o *turnOutput) { o.held = append(o.held, reply("other")) }, false, false, nil, true},
+		{"a shared completion, effects dropped", func(o *turnOutput) { o.WithCompletion(nop) }, true, true, nil, false},
+		{"a user's and the bot's states", states(user, bot), false, false, []store.StateKey{user, bot}, false},
+		{"states and a shared completion", func(o *turnOutput) { states(user)(o); o.WithCompletion(nop, bot) }, false, false, []store.StateKey{user, bot}, true},
+		{"states and a reply to another conversation", func(o *turnOutput) { states(user)(o); o.held = append(o.held, reply("other")) }, false, false, []store.StateKey{user}, true},
+		{"states, effects dropped", states(user), true, true, nil, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -55,6 +57,10 @@ func TestCompletionLocal(t *testing.T) {
 			}
 			if !slices.Equal(w.SharedStates, tc.shared) {
 				t.Fatalf("completion SharedStates = %v, want %v", w.SharedStates, tc.shared)
+			}
+			// Alone where it shares more than it lists, locking what it does.
+			if w.SharesMore != tc.more {
+				t.Fatalf("completion SharesMore = %v, want %v", w.SharesMore, tc.more)
 			}
 			// Ordered with its turn's conversation, whatever it replies to.
 			if ref := w.Conversation(); ref != (model.ConversationRef{BotID: "b", ConversationID: "c"}) {

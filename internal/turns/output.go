@@ -252,9 +252,10 @@ func (o *turnOutput) CreateEvent(ctx context.Context, in OutgoingEvent) error {
 	return err
 }
 
-func (o *turnOutput) WithCompletion(apply func(ctx context.Context, tx store.Store) error) {
+func (o *turnOutput) WithCompletion(apply func(ctx context.Context, tx store.Store) error, states ...store.StateKey) {
 	o.finish = append(o.finish, apply)
 	o.shared = true
+	o.states = append(o.states, states...)
 }
 
 func (o *turnOutput) WithLocalCompletion(apply func(ctx context.Context, tx store.Store) error) {
@@ -282,10 +283,7 @@ func (o *turnOutput) completion(t *model.Turn, dropEffects bool) *store.Write {
 		ref := h.Conversation()
 		local = local && h.Local && ref.BotID == t.BotID && ref.ConversationID == t.ConversationID
 	}
-	if !local {
-		states = nil // it shares more than states: alone
-	}
-	w := &store.Write{Local: local && len(states) == 0, SharedStates: states,
+	w := &store.Write{Local: local && len(states) == 0, SharedStates: states, SharesMore: !local,
 		Ref: model.ConversationRef{BotID: t.BotID, ConversationID: t.ConversationID},
 		Apply: func(ctx context.Context, tx store.Store) error {
 			for _, h := range held {

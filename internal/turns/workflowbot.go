@@ -145,11 +145,11 @@ func (wb *workflowBot) HandleTurn(ctx context.Context, in *TurnInput, out BotOut
 		}
 		return rt.recordWorkflowTurn(ctx, tx, b.ID, v.ID, rin.Event, res)
 	}
-	switch {
+	switch shared := sharedStates(b.ID, in.UserID, res.States); {
 	case res.Problem != nil || res.Outcome != nil && len(res.Outcome.Issues) > 0:
-		out.WithCompletion(complete) // an issue
-	case res.States.User != nil || res.States.Bot != nil:
-		out.WithStatesCompletion(sharedStates(b.ID, in.UserID, res.States), complete)
+		out.WithCompletion(complete, shared...) // an issue
+	case len(shared) > 0:
+		out.WithStatesCompletion(shared, complete) // a user's or the bot's state
 	default:
 		// The conversation's rows only: its state, its dialog and its
 		// inactivity timeout (keyed by the conversation), its logs.
