@@ -112,7 +112,7 @@ type turnOutput struct {
 	held   []*store.Write                                    // the bot's messages and events, in order
 	finish []func(ctx context.Context, tx store.Store) error // WithCompletion
 	shared bool                                              // a WithCompletion that is not local
-	states []store.StateKey                                  // the shared states of WithStatesCompletion
+	states []store.StateKey                                  // the states outside the conversation its completions write
 	// sent and refused count the turn's messages stored (or held) and
 	// refused (a turn whose every reply was refused gets the fallback
 	// message).
