@@ -502,11 +502,17 @@ func TestInfiniteLoopStoppedWithinBudget(t *testing.T) {
 		t.Run(body, func(t *testing.T) {
 			start := time.Now()
 			res, _ := run(t, e, `bot.on.message('*', async () => { `+body+` })`, textEvent("x"), func(ti *TurnInput) { ti.Timeout = budget })
+			// The call returns about when its budget ends: the slack is for
+			// compiling the code and for a machine loaded by the whole
+			// suite under -race (300.4 ms once against a slack of 100 ms).
+			// What tells the loop was stopped is the problem: interrupted,
+			// not abandoned after stuckGrace (still spinning).
 			took := time.Since(start)
-			if took > budget+100*time.Millisecond {
+			if took > budget+time.Second {
 				t.Errorf("took %s, budget %s", took, budget)
 			}
-			if problem(res) != ProblemTimeout || !strings.Contains(res.Problem.Description, "200ms") || len(res.Logs) == 0 {
+			if problem(res) != ProblemTimeout || !strings.Contains(res.Problem.Description, "200ms") ||
+				strings.Contains(res.Problem.Description, "abandoned") || len(res.Logs) == 0 {
 				t.Errorf("problem %+v logs %q", res.Problem, messages(res))
 			}
 		})
