@@ -19,7 +19,7 @@ import (
 // waits for the first's commit before it writes anything, so both commit
 // at their first try. Without the locks, each would hold the state the
 // other waits for: on PostgreSQL a deadlock, which fails one of them. A
-// third write, in the engine's own committer, locks in its pipeline.
+// third write goes through the engine's own committer.
 func testSharedStates(t *testing.T, db store.DB) {
 	ctx := t.Context()
 	f := setup(t, db)
@@ -69,7 +69,8 @@ func testSharedStates(t *testing.T, db store.DB) {
 	ok(t, err)
 	eq(t, "both users set by one write", string(u1), string(u2))
 
-	// The engine's committer (pipelined on PostgreSQL) takes the locks too.
+	// The engine's committer (pipelined on PostgreSQL, its lock statement
+	// sent with the rest) commits such a write, its keys repeated.
 	w := &store.Write{SharedStates: []store.StateKey{key("u2"), key("u1"), key("u2")},
 		Apply: func(ctx context.Context, tx store.Store) error {
 			return tx.States().Put(ctx, f.bot.ID, store.ScopeUser, "u1", json.RawMessage(`{"by":"engine"}`))
