@@ -181,7 +181,7 @@ func (cb *codeBot) HandleTurn(ctx context.Context, in *TurnInput, out BotOutput)
 		}
 		return recordTurn(ctx, tx, b.ID, v.ID, rin.Event, res.Logs, "", problems)
 	}
-	switch shared := sharedStates(b.ID, in.UserID, res.States); {
+	switch shared := sharedStates(b.ID, in, res.States); {
 	case len(problems) > 0:
 		out.WithCompletion(complete, shared...) // an issue
 	case len(shared) > 0:
@@ -325,19 +325,31 @@ func issueCategory(code string) string {
 	return "user_code"
 }
 
-func (rt *Runtime) saveStates(ctx context.Context, tx store.Store, botID string, in *TurnInput, st runtime.States) error {
-	for _, x := range []struct {
-		scope, owner string
-		data         json.RawMessage
-	}{
-		{store.ScopeUser, in.UserID, st.User},
-		{store.ScopeConversation, in.ConversationID, st.Conversation},
-		{store.ScopeBot, botID, st.Bot},
+// stateWrite is one state a turn's completion stores.
+type stateWrite struct {
+	key  store.StateKey
+	data json.RawMessage
+}
+
+// turnStates are the states a turn set (st: nil for one it left as it
+// was), each with its key: the user's, the conversation's, the bot's.
+func turnStates(botID string, in *TurnInput, st runtime.States) []stateWrite {
+	var out []stateWrite
+	for _, x := range []stateWrite{
+		{store.StateKey{BotID: botID, Scope: store.ScopeUser, OwnerID: in.UserID}, st.User},
+		{store.StateKey{BotID: botID, Scope: store.ScopeConversation, OwnerID: in.ConversationID}, st.Conversation},
+		{store.StateKey{BotID: botID, Scope: store.ScopeBot, OwnerID: botID}, st.Bot},
 	} {
-		if x.data == nil {
-			continue
+		if x.data != nil {
+			out = append(out, x)
 		}
-		if err := tx.States().Put(ctx, botID, x.scope, x.owner, x.data); err != nil {
+	}
+	return out
+}
+
+func (rt *Runtime) saveStates(ctx context.Context, tx store.Store, botID string, in *TurnInput, st runtime.States) error {
+	for _, x := range turnStates(botID, in, st) {
+		if err := tx.States().Put(ctx, x.key.BotID, x.key.Scope, x.key.OwnerID, x.data); err != nil {
 			return err
 		}
 	}
@@ -346,13 +358,12 @@ func (rt *Runtime) saveStates(ctx context.Context, tx store.Store, botID string,
 
 // sharedStates are the states outside the conversation that saveStates
 // writes: the user's, the bot's.
-func sharedStates(botID, userID string, st runtime.States) []store.StateKey {
+func sharedStates(botID string, in *TurnInput, st runtime.States) []store.StateKey {
 	var keys []store.StateKey
-	if st.User != nil {
-		keys = append(keys, store.StateKey{BotID: botID, Scope: store.ScopeUser, OwnerID: userID})
-	}
-	if st.Bot != nil {
-		keys = append(keys, store.StateKey{BotID: botID, Scope: store.ScopeBot, OwnerID: botID})
+	for _, x := range turnStates(botID, in, st) {
+		if x.key.Scope != store.ScopeConversation {
+			keys = append(keys, x.key)
+		}
 	}
 	return keys
 }

@@ -2,10 +2,12 @@ package turns
 
 import (
 	"context"
+	"encoding/json"
 	"slices"
 	"testing"
 
 	"github.com/parley-bots/parley/internal/model"
+	"github.com/parley-bots/parley/internal/runtime"
 	"github.com/parley-bots/parley/internal/store"
 )
 
@@ -67,5 +69,30 @@ func TestCompletionLocal(t *testing.T) {
 				t.Fatalf("completion's conversation %+v, want the turn's", ref)
 			}
 		})
+	}
+}
+
+// TestSharedStates: the states outside its conversation that a turn's
+// completion writes, each under its owner's key: the user's and the
+// bot's that it set, never the conversation's.
+func TestSharedStates(t *testing.T) {
+	in := &TurnInput{UserID: "u", ConversationID: "c"}
+	set := json.RawMessage(`{"n":1}`)
+	user := store.StateKey{BotID: "b", Scope: store.ScopeUser, OwnerID: "u"}
+	bot := store.StateKey{BotID: "b", Scope: store.ScopeBot, OwnerID: "b"}
+	for _, tc := range []struct {
+		name string
+		st   runtime.States
+		want []store.StateKey
+	}{
+		{"none set", runtime.States{}, nil},
+		{"the conversation's only", runtime.States{Conversation: set}, nil},
+		{"the user's", runtime.States{User: set, Conversation: set}, []store.StateKey{user}},
+		{"the bot's", runtime.States{Bot: set}, []store.StateKey{bot}},
+		{"all three", runtime.States{User: set, Conversation: set, Bot: set}, []store.StateKey{user, bot}},
+	} {
+		if got := sharedStates("b", in, tc.st); !slices.Equal(got, tc.want) {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
 	}
 }

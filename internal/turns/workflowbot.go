@@ -145,7 +145,7 @@ func (wb *workflowBot) HandleTurn(ctx context.Context, in *TurnInput, out BotOut
 		}
 		return rt.recordWorkflowTurn(ctx, tx, b.ID, v.ID, rin.Event, res)
 	}
-	switch shared := sharedStates(b.ID, in.UserID, res.States); {
+	switch shared := sharedStates(b.ID, in, res.States); {
 	case res.Problem != nil || res.Outcome != nil && len(res.Outcome.Issues) > 0:
 		out.WithCompletion(complete, shared...) // an issue
 	case len(shared) > 0:
