@@ -31,7 +31,7 @@ type rawWriter struct {
 func (w *rawWriter) init() {
 	w.fn = func(fd uintptr) bool {
 		for len(w.p) > 0 {
-			m, e := syscall.Write(int(fd), w.p)
+			m, e := sendNow(fd, w.p)
 			if m > 0 {
 				w.n += m
 				w.p = w.p[m:]
