@@ -181,14 +181,7 @@ func (cb *codeBot) HandleTurn(ctx context.Context, in *TurnInput, out BotOutput)
 		}
 		return recordTurn(ctx, tx, b.ID, v.ID, rin.Event, res.Logs, "", problems)
 	}
-	switch shared := sharedStates(b.ID, in, res.States); {
-	case len(problems) > 0:
-		out.WithCompletion(complete, shared...) // an issue
-	case len(shared) > 0:
-		out.WithStatesCompletion(shared, complete) // a user's or the bot's state
-	default:
-		out.WithLocalCompletion(complete) // the conversation's state and logs only
-	}
+	addCompletion(out, complete, sharedStates(b.ID, in, res.States), len(problems) > 0)
 	return problemFailure(res.Problem) // recorded with the completion; the dispatcher sends the fallback
 }
 
@@ -366,6 +359,22 @@ func sharedStates(botID string, in *TurnInput, st runtime.States) []store.StateK
 		}
 	}
 	return keys
+}
+
+// addCompletion gives out a turn's completion by what it changes beyond
+// its conversation's rows (its state, logs): an issue (issue) makes it
+// shared, its states listed all the same; the user's or the bot's state
+// (shared) alone lets PostgreSQL batch it, those states locked first;
+// else it is local.
+func addCompletion(out BotOutput, complete func(ctx context.Context, tx store.Store) error, shared []store.StateKey, issue bool) {
+	switch {
+	case issue:
+		out.WithCompletion(complete, shared...)
+	case len(shared) > 0:
+		out.WithStatesCompletion(shared, complete)
+	default:
+		out.WithLocalCompletion(complete)
+	}
 }
 
 // tellStart tells out what the conversation's next turn starts with

@@ -72,6 +72,37 @@ func TestCompletionLocal(t *testing.T) {
 	}
 }
 
+// TestAddCompletion: how a bot's turn hands its completion over decides
+// how PostgreSQL commits it: an issue alone (its states locked all the
+// same), the user's or the bot's state batched with those states listed,
+// else local.
+func TestAddCompletion(t *testing.T) {
+	turn := &model.Turn{BotID: "b", ConversationID: "c", Seq: 1}
+	nop := func(context.Context, store.Store) error { return nil }
+	user := store.StateKey{BotID: "b", Scope: store.ScopeUser, OwnerID: "u"}
+	for _, tc := range []struct {
+		name        string
+		shared      []store.StateKey
+		issue       bool
+		local, more bool
+	}{
+		{"the conversation's rows only", nil, false, true, false},
+		{"a user's state", []store.StateKey{user}, false, false, false},
+		{"an issue", nil, true, false, true},
+		{"an issue and a user's state", []store.StateKey{user}, true, false, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := &turnOutput{botID: "b", conv: "c"}
+			addCompletion(o, nop, tc.shared, tc.issue)
+			w := o.completion(turn, false)
+			if w.Local != tc.local || w.SharesMore != tc.more || !slices.Equal(w.SharedStates, tc.shared) {
+				t.Fatalf("completion Local %v, SharesMore %v, SharedStates %v; want %v, %v, %v",
+					w.Local, w.SharesMore, w.SharedStates, tc.local, tc.more, tc.shared)
+			}
+		})
+	}
+}
+
 // TestSharedStates: the states outside its conversation that a turn's
 // completion writes, each under its owner's key: the user's and the
 // bot's that it set, never the conversation's.

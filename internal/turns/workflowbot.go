@@ -145,16 +145,11 @@ func (wb *workflowBot) HandleTurn(ctx context.Context, in *TurnInput, out BotOut
 		}
 		return rt.recordWorkflowTurn(ctx, tx, b.ID, v.ID, rin.Event, res)
 	}
-	switch shared := sharedStates(b.ID, in, res.States); {
-	case res.Problem != nil || res.Outcome != nil && len(res.Outcome.Issues) > 0:
-		out.WithCompletion(complete, shared...) // an issue
-	case len(shared) > 0:
-		out.WithStatesCompletion(shared, complete) // a user's or the bot's state
-	default:
-		// The conversation's rows only: its state, its dialog and its
-		// inactivity timeout (keyed by the conversation), its logs.
-		out.WithLocalCompletion(complete)
-	}
+	// Beyond the conversation's rows (its state, its dialog and its
+	// inactivity timeout, keyed by the conversation, its logs): the
+	// user's or the bot's state, an issue.
+	addCompletion(out, complete, sharedStates(b.ID, in, res.States),
+		res.Problem != nil || res.Outcome != nil && len(res.Outcome.Issues) > 0)
 	if res.Problem != nil {
 		return problemFailure(res.Problem)
 	}
