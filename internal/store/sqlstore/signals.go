@@ -220,8 +220,18 @@ func (r signals) appendSignalNumberTurn(ctx context.Context, sg *model.Signal, t
 				return s.fail(err, "conversation")
 			}
 		} else {
-			if err := s.queryRow(ctx, bumpBoth, more, bump, sg.BotID, sg.ConversationID, more).Scan(&seq, &tseq); err != nil {
+			// The pinned writer's compare-and-set first (pinnedseqs.go).
+			ref := model.ConversationRef{BotID: sg.BotID, ConversationID: sg.ConversationID}
+			var numbered bool
+			var err error
+			if seq, tseq, numbered, err = s.numberCAS(ctx, ref, more, int64(bump)); err != nil {
 				return s.fail(err, "conversation")
+			}
+			if !numbered {
+				if err := s.queryRow(ctx, bumpBoth, more, bump, sg.BotID, sg.ConversationID, more).Scan(&seq, &tseq); err != nil {
+					return s.fail(err, "conversation")
+				}
+				s.rememberSeqs(ref, seq+more, tseq)
 			}
 			if _, err := s.exec(ctx, `INSERT INTO signals (bot_id, conversation_id, seq, type, data, created_at) VALUES (?, ?, ?, ?, ?, ?)`,
 				sg.BotID, sg.ConversationID, seq, sg.Type, rawText(sg.Data), ms(sg.CreatedAt)); err != nil {

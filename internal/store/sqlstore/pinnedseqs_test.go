@@ -1,0 +1,124 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	_ "modernc.org/sqlite"
+
+	"github.com/parley-bots/parley/internal/model"
+	"github.com/parley-bots/parley/internal/store"
+)
+
+// TestPinnedNumbering: the pinned writer numbers a conversation's signals
+// and turns from the counters it remembers (numberCAS) while nothing else
+// moved them, and from the row once something did (another connection's
+// signal or turn, numbers given back, its own rolled-back transaction):
+// every number is taken once, none is skipped.
+func TestPinnedNumbering(t *testing.T) {
+	ctx := context.Background()
+	raw, err := sql.Open("sqlite", "file:"+filepath.Join(t.TempDir(), "n.db")+"?_pragma=journal_mode(WAL)&_txlock=immediate")
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := New(raw, Dialect{Name: "sqlite", CacheStatements: true, PinnedBegin: "BEGIN IMMEDIATE"})
+	t.Cleanup(func() { _ = db.Close() })
+	for _, q := range []string{
+		`CREATE TABLE conversations (bot_id TEXT, id TEXT, last_seq INTEGER NOT NULL DEFAULT 0, turn_seq INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (bot_id, id))`,
+		`CREATE TABLE signals (bot_id TEXT, conversation_id TEXT, seq INTEGER, type TEXT, data TEXT, created_at INTEGER, PRIMARY KEY (bot_id, conversation_id, seq))`,
+		`CREATE TABLE turns (bot_id TEXT, conversation_id TEXT, seq INTEGER, kind TEXT, ref_id TEXT, user_id TEXT, attempts INTEGER, created_at INTEGER, PRIMARY KEY (bot_id, conversation_id, seq))`,
+		`INSERT INTO conversations (bot_id, id) VALUES ('b', 'c'), ('b', 'other')`,
+	} {
+		if _, err := raw.ExecContext(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ref := model.ConversationRef{BotID: "b", ConversationID: "c"}
+	signal := func() *model.Signal {
+		return &model.Signal{BotID: "b", ConversationID: "c", Type: "message_created", Data: []byte(`{}`)}
+	}
+	// folded is a folded message's numbering on the pinned writer: its
+	// signal, its unstored turn, and ahead numbers taken after the signal.
+	folded := func(ahead int, fail error) (seq, turn int64, err error) {
+		sg, tn := signal(), &model.Turn{BotID: "b", ConversationID: "c", Kind: model.TurnMessage}
+		err = db.InPinnedTx(ctx, func(tx store.Store) error {
+			c := store.WithUnstoredTurn(ctx, tn)
+			if ahead > 0 {
+				c = store.WithSignalsAhead(c, &store.SignalsAhead{Want: ahead})
+			}
+			if err := tx.Signals().AppendSignalTurn(c, sg, tn); err != nil {
+				return err
+			}
+			return fail
+		})
+		return sg.Seq, tn.Seq, err
+	}
+	casRan := func() bool {
+		for q := range db.e.pinnedStmts {
+			if strings.Contains(q, "AND last_seq = ? AND turn_seq = ?") {
+				return true
+			}
+		}
+		return false
+	}
+	rolledBack := errors.New("rolled back")
+	for _, step := range []struct {
+		name       string
+		do         func() (seq, turn int64, err error)
+		seq, turn  int64 // what the step numbered (0: nothing to check)
+		remembered bool  // numberCAS's counters after the step
+		casRanBy   bool  // the compare-and-set ran by then
+		wantErr    error
+	}{
+		{"first: read from the row", func() (int64, int64, error) { return folded(0, nil) }, 1, 1, true, false, nil},
+		{"second: from the counters remembered", func() (int64, int64, error) { return folded(0, nil) }, 2, 2, true, true, nil},
+		{"a signal on another connection", func() (int64, int64, error) {
+			sg := signal()
+			err := db.Signals().AppendSignal(ctx, sg)
+			return sg.Seq, 0, err
+		}, 3, 0, true, true, nil},
+		{"after it: from the row again", func() (int64, int64, error) { return folded(0, nil) }, 4, 3, true, true, nil},
+		{"a turn on another connection", func() (int64, int64, error) {
+			tn := &model.Turn{BotID: "b", ConversationID: "c", Kind: model.TurnMessage}
+			err := db.Signals().EnqueueTurn(ctx, tn)
+			return 0, tn.Seq, err
+		}, 0, 4, true, true, nil},
+		{"after the turn", func() (int64, int64, error) { return folded(0, nil) }, 5, 5, true, true, nil},
+		{"two numbers ahead", func() (int64, int64, error) { return folded(2, nil) }, 6, 6, true, true, nil},
+		{"the two given back", func() (int64, int64, error) {
+			return 0, 0, db.Signals().GiveBackSignals(ctx, "b", "c", 2)
+		}, 0, 0, true, true, nil},
+		{"after the give-back", func() (int64, int64, error) { return folded(0, nil) }, 7, 7, true, true, nil},
+		{"rolled back", func() (int64, int64, error) { return folded(0, rolledBack) }, 0, 0, false, true, rolledBack},
+		{"after the rollback", func() (int64, int64, error) { return folded(0, nil) }, 8, 8, true, true, nil},
+	} {
+		seq, turn, err := step.do()
+		if !errors.Is(err, step.wantErr) {
+			t.Fatalf("%s: err %v, want %v", step.name, err, step.wantErr)
+		}
+		if step.seq != 0 && seq != step.seq {
+			t.Errorf("%s: signal %d, want %d", step.name, seq, step.seq)
+		}
+		if step.turn != 0 && turn != step.turn {
+			t.Errorf("%s: turn %d, want %d", step.name, turn, step.turn)
+		}
+		if _, ok := db.e.pinnedSeqs[ref]; ok != step.remembered {
+			t.Errorf("%s: counters remembered %v, want %v", step.name, ok, step.remembered)
+		}
+		if got := casRan(); got != step.casRanBy {
+			t.Errorf("%s: the compare-and-set ran: %v, want %v", step.name, got, step.casRanBy)
+		}
+	}
+	var last, turns int64
+	if err := raw.QueryRowContext(ctx, `SELECT last_seq, turn_seq FROM conversations WHERE id = 'c'`).Scan(&last, &turns); err != nil || last != 8 || turns != 8 {
+		t.Errorf("the row: last_seq %d, turn_seq %d (err %v), want 8 and 8", last, turns, err)
+	}
+	var other int64
+	if err := raw.QueryRowContext(ctx, `SELECT last_seq + turn_seq FROM conversations WHERE id = 'other'`).Scan(&other); err != nil || other != 0 {
+		t.Errorf("another conversation moved: %d (err %v)", other, err)
+	}
+}
