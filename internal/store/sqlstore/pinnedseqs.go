@@ -27,31 +27,44 @@ const maxPinnedSeqs = 8192
 
 type convSeqs struct{ last, turn int64 }
 
-// numberCAS bumps the conversation's counters by (1 + more) and bump from
-// those remembered, when it has them and they still hold; ok false
-// leaves the numbering to RETURNING (and the conversation unchanged).
-// seq is the first of the numbers taken, tseq the turn's.
-func (s *Store) numberCAS(ctx context.Context, ref model.ConversationRef, more, bump int64) (seq, tseq int64, ok bool, err error) {
-	if !s.pinned {
-		return 0, 0, false, nil
+// number adds signals to the conversation's signal counter (last_seq)
+// and turns to its turn counter (turn_seq) and returns both as they then
+// are: on the pinned writer by a compare-and-set of the counters it
+// remembers, else (or when that changes no row) by UPDATE … RETURNING,
+// which it then remembers. For the engines without writes in WITH.
+func (s *Store) number(ctx context.Context, ref model.ConversationRef, signals, turns int64) (last, turn int64, err error) {
+	if c, known := s.remembered(ref); known {
+		last, turn = c.last+signals, c.turn+turns
+		res, err := s.exec(ctx, `UPDATE conversations SET last_seq = ?, turn_seq = ?
+			WHERE bot_id = ? AND id = ? AND last_seq = ? AND turn_seq = ?`,
+			last, turn, ref.BotID, ref.ConversationID, c.last, c.turn)
+		if err != nil {
+			return 0, 0, err
+		}
+		if n, err := res.RowsAffected(); err == nil && n == 1 {
+			s.e.pinnedSeqs[ref] = convSeqs{last, turn}
+			return last, turn, nil
+		}
+		delete(s.e.pinnedSeqs, ref) // moved by another connection: read them
 	}
-	c, known := s.e.pinnedSeqs[ref]
-	if !known {
-		return 0, 0, false, nil
-	}
-	last, turn := c.last+1+more, c.turn+bump
-	res, err := s.exec(ctx, `UPDATE conversations SET last_seq = ?, turn_seq = ?
-		WHERE bot_id = ? AND id = ? AND last_seq = ? AND turn_seq = ?`,
-		last, turn, ref.BotID, ref.ConversationID, c.last, c.turn)
+	err = s.queryRow(ctx, `UPDATE conversations SET last_seq = last_seq + ?, turn_seq = turn_seq + ?
+		WHERE bot_id = ? AND id = ? RETURNING last_seq, turn_seq`,
+		signals, turns, ref.BotID, ref.ConversationID).Scan(&last, &turn)
 	if err != nil {
-		return 0, 0, false, err
+		return 0, 0, err
 	}
-	if n, err := res.RowsAffected(); err != nil || n != 1 {
-		delete(s.e.pinnedSeqs, ref)
-		return 0, 0, false, nil
+	s.rememberSeqs(ref, last, turn)
+	return last, turn, nil
+}
+
+// remembered is what the pinned writer remembers of the conversation's
+// counters; other stores (not holding pinMu) remember nothing.
+func (s *Store) remembered(ref model.ConversationRef) (convSeqs, bool) {
+	if !s.pinned {
+		return convSeqs{}, false
 	}
-	s.e.pinnedSeqs[ref] = convSeqs{last, turn}
-	return last - more, turn, true, nil
+	c, ok := s.e.pinnedSeqs[ref]
+	return c, ok
 }
 
 // rememberSeqs keeps the counters the pinned writer just wrote.

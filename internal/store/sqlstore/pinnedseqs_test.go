@@ -65,36 +65,47 @@ func TestPinnedNumbering(t *testing.T) {
 		}
 		return false
 	}
+	onWriter := func(fn func(tx store.Store) (seq, turn int64, err error)) (seq, turn int64, err error) {
+		err = db.InPinnedTx(ctx, func(tx store.Store) error {
+			seq, turn, err = fn(tx)
+			return err
+		})
+		return seq, turn, err
+	}
+	appendSignal := func(tx store.Store) (int64, int64, error) {
+		sg := signal()
+		err := tx.Signals().AppendSignal(ctx, sg)
+		return sg.Seq, 0, err
+	}
+	enqueueTurn := func(tx store.Store) (int64, int64, error) {
+		tn := &model.Turn{BotID: "b", ConversationID: "c", Kind: model.TurnMessage}
+		err := tx.Signals().EnqueueTurn(ctx, tn)
+		return 0, tn.Seq, err
+	}
 	rolledBack := errors.New("rolled back")
 	for _, step := range []struct {
 		name       string
 		do         func() (seq, turn int64, err error)
-		seq, turn  int64 // what the step numbered (0: nothing to check)
-		remembered bool  // numberCAS's counters after the step
-		casRanBy   bool  // the compare-and-set ran by then
+		seq, turn  int64    // what the step numbered (0: nothing to check)
+		remembered convSeqs // the writer's counters after the step (zero: none)
+		casRanBy   bool     // the compare-and-set ran by then
 		wantErr    error
 	}{
-		{"first: read from the row", func() (int64, int64, error) { return folded(0, nil) }, 1, 1, true, false, nil},
-		{"second: from the counters remembered", func() (int64, int64, error) { return folded(0, nil) }, 2, 2, true, true, nil},
-		{"a signal on another connection", func() (int64, int64, error) {
-			sg := signal()
-			err := db.Signals().AppendSignal(ctx, sg)
-			return sg.Seq, 0, err
-		}, 3, 0, true, true, nil},
-		{"after it: from the row again", func() (int64, int64, error) { return folded(0, nil) }, 4, 3, true, true, nil},
-		{"a turn on another connection", func() (int64, int64, error) {
-			tn := &model.Turn{BotID: "b", ConversationID: "c", Kind: model.TurnMessage}
-			err := db.Signals().EnqueueTurn(ctx, tn)
-			return 0, tn.Seq, err
-		}, 0, 4, true, true, nil},
-		{"after the turn", func() (int64, int64, error) { return folded(0, nil) }, 5, 5, true, true, nil},
-		{"two numbers ahead", func() (int64, int64, error) { return folded(2, nil) }, 6, 6, true, true, nil},
+		{"first: read from the row", func() (int64, int64, error) { return folded(0, nil) }, 1, 1, convSeqs{1, 1}, false, nil},
+		{"second: from the counters remembered", func() (int64, int64, error) { return folded(0, nil) }, 2, 2, convSeqs{2, 2}, true, nil},
+		{"a signal on another connection", func() (int64, int64, error) { return appendSignal(db) }, 3, 0, convSeqs{2, 2}, true, nil},
+		{"after it: from the row again", func() (int64, int64, error) { return folded(0, nil) }, 4, 3, convSeqs{4, 3}, true, nil},
+		{"a turn on another connection", func() (int64, int64, error) { return enqueueTurn(db) }, 0, 4, convSeqs{4, 3}, true, nil},
+		{"after the turn", func() (int64, int64, error) { return folded(0, nil) }, 5, 5, convSeqs{5, 5}, true, nil},
+		{"a signal on the writer", func() (int64, int64, error) { return onWriter(appendSignal) }, 6, 0, convSeqs{6, 5}, true, nil},
+		{"a turn on the writer", func() (int64, int64, error) { return onWriter(enqueueTurn) }, 0, 6, convSeqs{6, 6}, true, nil},
+		{"two numbers ahead", func() (int64, int64, error) { return folded(2, nil) }, 7, 7, convSeqs{9, 7}, true, nil},
 		{"the two given back", func() (int64, int64, error) {
 			return 0, 0, db.Signals().GiveBackSignals(ctx, "b", "c", 2)
-		}, 0, 0, true, true, nil},
-		{"after the give-back", func() (int64, int64, error) { return folded(0, nil) }, 7, 7, true, true, nil},
-		{"rolled back", func() (int64, int64, error) { return folded(0, rolledBack) }, 0, 0, false, true, rolledBack},
-		{"after the rollback", func() (int64, int64, error) { return folded(0, nil) }, 8, 8, true, true, nil},
+		}, 0, 0, convSeqs{9, 7}, true, nil},
+		{"after the give-back", func() (int64, int64, error) { return folded(0, nil) }, 8, 8, convSeqs{8, 8}, true, nil},
+		{"rolled back", func() (int64, int64, error) { return folded(0, rolledBack) }, 0, 0, convSeqs{}, true, rolledBack},
+		{"after the rollback", func() (int64, int64, error) { return folded(0, nil) }, 9, 9, convSeqs{9, 9}, true, nil},
 	} {
 		seq, turn, err := step.do()
 		if !errors.Is(err, step.wantErr) {
@@ -106,16 +117,16 @@ func TestPinnedNumbering(t *testing.T) {
 		if step.turn != 0 && turn != step.turn {
 			t.Errorf("%s: turn %d, want %d", step.name, turn, step.turn)
 		}
-		if _, ok := db.e.pinnedSeqs[ref]; ok != step.remembered {
-			t.Errorf("%s: counters remembered %v, want %v", step.name, ok, step.remembered)
+		if got := db.e.pinnedSeqs[ref]; got != step.remembered {
+			t.Errorf("%s: counters remembered %v, want %v", step.name, got, step.remembered)
 		}
 		if got := casRan(); got != step.casRanBy {
 			t.Errorf("%s: the compare-and-set ran: %v, want %v", step.name, got, step.casRanBy)
 		}
 	}
 	var last, turns int64
-	if err := raw.QueryRowContext(ctx, `SELECT last_seq, turn_seq FROM conversations WHERE id = 'c'`).Scan(&last, &turns); err != nil || last != 8 || turns != 8 {
-		t.Errorf("the row: last_seq %d, turn_seq %d (err %v), want 8 and 8", last, turns, err)
+	if err := raw.QueryRowContext(ctx, `SELECT last_seq, turn_seq FROM conversations WHERE id = 'c'`).Scan(&last, &turns); err != nil || last != 9 || turns != 9 {
+		t.Errorf("the row: last_seq %d, turn_seq %d (err %v), want 9 and 9", last, turns, err)
 	}
 	var other int64
 	if err := raw.QueryRowContext(ctx, `SELECT last_seq + turn_seq FROM conversations WHERE id = 'other'`).Scan(&other); err != nil || other != 0 {

@@ -64,8 +64,7 @@ func (r signals) AppendSignal(ctx context.Context, sg *model.Signal) error {
 			sg.Seq = seq
 			return nil
 		}
-		err := s.queryRow(ctx, `UPDATE conversations SET last_seq = last_seq + 1 WHERE bot_id = ? AND id = ? RETURNING last_seq`,
-			sg.BotID, sg.ConversationID).Scan(&seq)
+		seq, _, err := s.number(ctx, model.ConversationRef{BotID: sg.BotID, ConversationID: sg.ConversationID}, 1, 0)
 		if err != nil {
 			return s.fail(err, "conversation")
 		}
@@ -129,9 +128,8 @@ func (r signals) AppendSignalTurn(ctx context.Context, sg *model.Signal, t *mode
 				return s.fail(err, "conversation")
 			}
 		} else {
-			err := s.queryRow(ctx, `UPDATE conversations SET last_seq = last_seq + 1, turn_seq = turn_seq + ?
-				WHERE bot_id = ? AND id = ? RETURNING last_seq, turn_seq`,
-				bump, sg.BotID, sg.ConversationID).Scan(&seq, &tseq)
+			var err error
+			seq, tseq, err = s.number(ctx, model.ConversationRef{BotID: sg.BotID, ConversationID: sg.ConversationID}, 1, int64(bump))
 			if err != nil {
 				return s.fail(err, "conversation")
 			}
@@ -220,19 +218,11 @@ func (r signals) appendSignalNumberTurn(ctx context.Context, sg *model.Signal, t
 				return s.fail(err, "conversation")
 			}
 		} else {
-			// The pinned writer's compare-and-set first (pinnedseqs.go).
-			ref := model.ConversationRef{BotID: sg.BotID, ConversationID: sg.ConversationID}
-			var numbered bool
-			var err error
-			if seq, tseq, numbered, err = s.numberCAS(ctx, ref, more, int64(bump)); err != nil {
+			last, turn, err := s.number(ctx, model.ConversationRef{BotID: sg.BotID, ConversationID: sg.ConversationID}, 1+more, int64(bump))
+			if err != nil {
 				return s.fail(err, "conversation")
 			}
-			if !numbered {
-				if err := s.queryRow(ctx, bumpBoth, more, bump, sg.BotID, sg.ConversationID, more).Scan(&seq, &tseq); err != nil {
-					return s.fail(err, "conversation")
-				}
-				s.rememberSeqs(ref, seq+more, tseq)
-			}
+			seq, tseq = last-more, turn
 			if _, err := s.exec(ctx, `INSERT INTO signals (bot_id, conversation_id, seq, type, data, created_at) VALUES (?, ?, ?, ?, ?, ?)`,
 				sg.BotID, sg.ConversationID, seq, sg.Type, rawText(sg.Data), ms(sg.CreatedAt)); err != nil {
 				return s.fail(err, "signal")
@@ -288,9 +278,8 @@ func (r signals) EnqueueTurn(ctx context.Context, t *model.Turn) error {
 	stamp(&t.CreatedAt, model.Now())
 	return r.s.tx(ctx, func(s *Store) error {
 		if t.Seq == 0 {
-			err := s.queryRow(ctx, `UPDATE conversations SET turn_seq = turn_seq + 1 WHERE bot_id = ? AND id = ? RETURNING turn_seq`,
-				t.BotID, t.ConversationID).Scan(&t.Seq)
-			if err != nil {
+			var err error
+			if _, t.Seq, err = s.number(ctx, model.ConversationRef{BotID: t.BotID, ConversationID: t.ConversationID}, 0, 1); err != nil {
 				return s.fail(err, "conversation")
 			}
 		}
