@@ -21,8 +21,10 @@ import (
 // again with RETURNING, which refreshes it. A rolled-back transaction
 // forgets them all (its writes are undone; rare).
 
-// maxPinnedSeqs bounds the counters remembered; past it they are
-// forgotten all at once (conversations are numbered again, once each).
+// maxPinnedSeqs bounds the counters remembered (about 100 bytes each);
+// past it, one conversation's are forgotten for each new one (whichever
+// the map's iteration gives first), which is numbered again from its row
+// when it comes back.
 const maxPinnedSeqs = 8192
 
 type convSeqs struct{ last, turn int64 }
@@ -72,10 +74,18 @@ func (s *Store) rememberSeqs(ref model.ConversationRef, last, turn int64) {
 	if !s.pinned {
 		return
 	}
-	if s.e.pinnedSeqs == nil || len(s.e.pinnedSeqs) >= maxPinnedSeqs {
-		s.e.pinnedSeqs = make(map[model.ConversationRef]convSeqs)
+	m := s.e.pinnedSeqs
+	if m == nil {
+		m = make(map[model.ConversationRef]convSeqs)
+		s.e.pinnedSeqs = m
 	}
-	s.e.pinnedSeqs[ref] = convSeqs{last, turn}
+	if _, ok := m[ref]; !ok && len(m) >= maxPinnedSeqs {
+		for k := range m {
+			delete(m, k)
+			break
+		}
+	}
+	m[ref] = convSeqs{last, turn}
 }
 
 // forgetSeqs drops what the pinned writer remembers: its transaction

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -15,7 +16,7 @@ import (
 )
 
 // TestPinnedNumbering: the pinned writer numbers a conversation's signals
-// and turns from the counters it remembers (numberCAS) while nothing else
+// and turns from the counters it remembers (Store.number) while nothing else
 // moved them, and from the row once something did (another connection's
 // signal or turn, numbers given back, its own rolled-back transaction):
 // every number is taken once, none is skipped.
@@ -131,5 +132,36 @@ func TestPinnedNumbering(t *testing.T) {
 	var other int64
 	if err := raw.QueryRowContext(ctx, `SELECT last_seq + turn_seq FROM conversations WHERE id = 'other'`).Scan(&other); err != nil || other != 0 {
 		t.Errorf("another conversation moved: %d (err %v)", other, err)
+	}
+}
+
+// TestPinnedSeqsBounded: the counters remembered stay within
+// maxPinnedSeqs however many conversations the writer numbers, the newest
+// kept, and only the pinned writer remembers any.
+func TestPinnedSeqsBounded(t *testing.T) {
+	e := &engine{}
+	for _, tc := range []struct {
+		name   string
+		pinned bool
+		n      int
+		want   int
+	}{
+		{"another store remembers nothing", false, 10, 0},
+		{"below the bound, all", true, 100, 100},
+		{"past it, the bound", true, 3 * maxPinnedSeqs, maxPinnedSeqs},
+	} {
+		e.forgetSeqs()
+		s := &Store{e: e, pinned: tc.pinned}
+		var last model.ConversationRef
+		for i := range tc.n {
+			last = model.ConversationRef{BotID: "b", ConversationID: strconv.Itoa(i)}
+			s.rememberSeqs(last, int64(i), 1)
+		}
+		if got := len(e.pinnedSeqs); got != tc.want {
+			t.Errorf("%s: %d remembered, want %d", tc.name, got, tc.want)
+		}
+		if c, ok := s.remembered(last); tc.pinned && (!ok || c != (convSeqs{int64(tc.n - 1), 1})) {
+			t.Errorf("%s: the newest: %v %v", tc.name, c, ok)
+		}
 	}
 }
