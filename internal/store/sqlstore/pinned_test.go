@@ -17,12 +17,7 @@ import (
 // fails) costs the writer its connection, not its next transactions.
 func TestPinnedTxAfterFailedRollback(t *testing.T) {
 	ctx := context.Background()
-	raw, err := sql.Open("sqlite", "file:"+filepath.Join(t.TempDir(), "p.db")+"?_pragma=journal_mode(WAL)&_txlock=immediate")
-	if err != nil {
-		t.Fatal(err)
-	}
-	db := New(raw, Dialect{Name: "sqlite", CacheStatements: true, PinnedBegin: "BEGIN IMMEDIATE"})
-	t.Cleanup(func() { _ = db.Close() })
+	db, raw := pinnedSQLite(t)
 	if _, err := raw.ExecContext(ctx, `CREATE TABLE t (v TEXT)`); err != nil {
 		t.Fatal(err)
 	}
@@ -36,7 +31,7 @@ func TestPinnedTxAfterFailedRollback(t *testing.T) {
 		})
 	}
 	failed := errors.New("failed")
-	err = insert("a", func(s *Store) error {
+	err := insert("a", func(s *Store) error {
 		if _, err := s.exec(ctx, "COMMIT"); err != nil {
 			return err
 		}
@@ -56,4 +51,16 @@ func TestPinnedTxAfterFailedRollback(t *testing.T) {
 	if err := raw.QueryRowContext(ctx, `SELECT COUNT(*) FROM t WHERE v = 'b'`).Scan(&n); err != nil || n != 1 {
 		t.Fatalf("b committed: %d rows, err %v", n, err)
 	}
+}
+
+// pinnedSQLite opens a store on a fresh SQLite file, with the pinned
+// writer's dialect of the SQLite engine, and the database under it.
+func pinnedSQLite(t *testing.T) (*DB, *sql.DB) {
+	raw, err := sql.Open("sqlite", "file:"+filepath.Join(t.TempDir(), "p.db")+"?_pragma=journal_mode(WAL)&_txlock=immediate")
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := New(raw, Dialect{Name: "sqlite", CacheStatements: true, PinnedBegin: "BEGIN IMMEDIATE"})
+	t.Cleanup(func() { _ = db.Close() })
+	return db, raw
 }

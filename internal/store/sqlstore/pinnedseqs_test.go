@@ -2,14 +2,10 @@ package sqlstore
 
 import (
 	"context"
-	"database/sql"
 	"errors"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
-
-	_ "modernc.org/sqlite"
 
 	"github.com/parley-bots/parley/internal/model"
 	"github.com/parley-bots/parley/internal/store"
@@ -22,12 +18,7 @@ import (
 // every number is taken once, none is skipped.
 func TestPinnedNumbering(t *testing.T) {
 	ctx := context.Background()
-	raw, err := sql.Open("sqlite", "file:"+filepath.Join(t.TempDir(), "n.db")+"?_pragma=journal_mode(WAL)&_txlock=immediate")
-	if err != nil {
-		t.Fatal(err)
-	}
-	db := New(raw, Dialect{Name: "sqlite", CacheStatements: true, PinnedBegin: "BEGIN IMMEDIATE"})
-	t.Cleanup(func() { _ = db.Close() })
+	db, raw := pinnedSQLite(t)
 	for _, q := range []string{
 		`CREATE TABLE conversations (bot_id TEXT, id TEXT, last_seq INTEGER NOT NULL DEFAULT 0, turn_seq INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (bot_id, id))`,
 		`CREATE TABLE signals (bot_id TEXT, conversation_id TEXT, seq INTEGER, type TEXT, data TEXT, created_at INTEGER, PRIMARY KEY (bot_id, conversation_id, seq))`,
