@@ -108,7 +108,7 @@ type engine struct {
 
 	changes *startChanges // Dialect.LocalWrites; else nil
 
-	pinMu       sync.Mutex                         // serialises InPinnedTx; guards pinned and pinnedStmts
+	pinMu       sync.Mutex                         // serialises InPinnedTx; guards pinned, pinnedStmts and pinnedSeqs
 	pinned      *sql.Conn                          // InPinnedTx's connection, opened on first use
 	pinnedStmts map[string]*sql.Stmt               // statements prepared on pinned (Dialect.PinnedBegin)
 	pinnedSeqs  map[model.ConversationRef]convSeqs // counters pinned wrote last (pinnedseqs.go)
