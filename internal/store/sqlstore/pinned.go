@@ -50,7 +50,7 @@ func (db *DB) InPinnedTx(ctx context.Context, fn func(tx store.Store) error) (er
 		return fmt.Errorf("begin: %w", err)
 	}
 	rollback := func() {
-		e.forgetSeqs() // its numbers are undone
+		e.pinnedSeqs.forget() // its numbers are undone
 		if _, err := st.exec(context.WithoutCancel(ctx), "ROLLBACK"); err != nil {
 			e.dropPinned(true) // the transaction may still be open on it
 		}
@@ -125,7 +125,7 @@ func (e *engine) pinnedStmt(ctx context.Context, q string) *sql.Stmt {
 // transaction still open, which the pool would hand to someone else).
 // Called with pinMu held.
 func (e *engine) dropPinned(discard bool) {
-	e.forgetSeqs()
+	e.pinnedSeqs.forget()
 	for q, st := range e.pinnedStmts {
 		_ = st.Close()
 		delete(e.pinnedStmts, q)

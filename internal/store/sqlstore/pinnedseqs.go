@@ -29,25 +29,64 @@ const maxPinnedSeqs = 8192
 
 type convSeqs struct{ last, turn int64 }
 
+// convCounters are the counters the pinned writer remembers, by
+// conversation; only it uses them, under pinMu.
+type convCounters struct {
+	m map[model.ConversationRef]convSeqs
+}
+
+func (c *convCounters) get(ref model.ConversationRef) (convSeqs, bool) {
+	v, ok := c.m[ref]
+	return v, ok
+}
+
+// put remembers ref's counters, forgetting another conversation's past
+// maxPinnedSeqs.
+func (c *convCounters) put(ref model.ConversationRef, v convSeqs) {
+	if c.m == nil {
+		c.m = make(map[model.ConversationRef]convSeqs)
+	}
+	if _, ok := c.m[ref]; !ok && len(c.m) >= maxPinnedSeqs {
+		for k := range c.m {
+			delete(c.m, k)
+			break
+		}
+	}
+	c.m[ref] = v
+}
+
+func (c *convCounters) drop(ref model.ConversationRef) { delete(c.m, ref) }
+
+// forget drops them all: the writer's transaction rolled back, or its
+// connection went.
+func (c *convCounters) forget() { c.m = nil }
+
 // number adds signals to the conversation's signal counter (last_seq)
 // and turns to its turn counter (turn_seq) and returns both as they then
 // are: on the pinned writer by a compare-and-set of the counters it
 // remembers, else (or when that changes no row) by UPDATE … RETURNING,
-// which it then remembers. For the engines without writes in WITH.
-func (s *Store) number(ctx context.Context, ref model.ConversationRef, signals, turns int64) (last, turn int64, err error) {
-	if c, known := s.remembered(ref); known {
-		last, turn = c.last+signals, c.turn+turns
-		res, err := s.exec(ctx, `UPDATE conversations SET last_seq = ?, turn_seq = ?
-			WHERE bot_id = ? AND id = ? AND last_seq = ? AND turn_seq = ?`,
-			last, turn, ref.BotID, ref.ConversationID, c.last, c.turn)
-		if err != nil {
-			return 0, 0, err
+// which the pinned writer then remembers. For the engines without writes
+// in WITH.
+func number(ctx context.Context, s *Store, ref model.ConversationRef, signals, turns int64) (last, turn int64, err error) {
+	var counters *convCounters // other stores (not holding pinMu) remember nothing
+	if s.pinned {
+		counters = &s.e.pinnedSeqs
+	}
+	if counters != nil {
+		if c, known := counters.get(ref); known {
+			last, turn = c.last+signals, c.turn+turns
+			res, err := s.exec(ctx, `UPDATE conversations SET last_seq = ?, turn_seq = ?
+				WHERE bot_id = ? AND id = ? AND last_seq = ? AND turn_seq = ?`,
+				last, turn, ref.BotID, ref.ConversationID, c.last, c.turn)
+			if err != nil {
+				return 0, 0, err
+			}
+			if n, err := res.RowsAffected(); err == nil && n == 1 {
+				counters.put(ref, convSeqs{last, turn})
+				return last, turn, nil
+			}
+			counters.drop(ref) // moved by another connection: read them
 		}
-		if n, err := res.RowsAffected(); err == nil && n == 1 {
-			s.e.pinnedSeqs[ref] = convSeqs{last, turn}
-			return last, turn, nil
-		}
-		delete(s.e.pinnedSeqs, ref) // moved by another connection: read them
 	}
 	err = s.queryRow(ctx, `UPDATE conversations SET last_seq = last_seq + ?, turn_seq = turn_seq + ?
 		WHERE bot_id = ? AND id = ? RETURNING last_seq, turn_seq`,
@@ -55,39 +94,8 @@ func (s *Store) number(ctx context.Context, ref model.ConversationRef, signals, 
 	if err != nil {
 		return 0, 0, err
 	}
-	s.rememberSeqs(ref, last, turn)
+	if counters != nil {
+		counters.put(ref, convSeqs{last, turn})
+	}
 	return last, turn, nil
 }
-
-// remembered is what the pinned writer remembers of the conversation's
-// counters; other stores (not holding pinMu) remember nothing.
-func (s *Store) remembered(ref model.ConversationRef) (convSeqs, bool) {
-	if !s.pinned {
-		return convSeqs{}, false
-	}
-	c, ok := s.e.pinnedSeqs[ref]
-	return c, ok
-}
-
-// rememberSeqs keeps the counters the pinned writer just wrote.
-func (s *Store) rememberSeqs(ref model.ConversationRef, last, turn int64) {
-	if !s.pinned {
-		return
-	}
-	m := s.e.pinnedSeqs
-	if m == nil {
-		m = make(map[model.ConversationRef]convSeqs)
-		s.e.pinnedSeqs = m
-	}
-	if _, ok := m[ref]; !ok && len(m) >= maxPinnedSeqs {
-		for k := range m {
-			delete(m, k)
-			break
-		}
-	}
-	m[ref] = convSeqs{last, turn}
-}
-
-// forgetSeqs drops what the pinned writer remembers: its transaction
-// rolled back, or its connection went. Called with pinMu held.
-func (e *engine) forgetSeqs() { e.pinnedSeqs = nil }

@@ -109,7 +109,7 @@ func TestPinnedNumbering(t *testing.T) {
 		if step.turn != 0 && turn != step.turn {
 			t.Errorf("%s: turn %d, want %d", step.name, turn, step.turn)
 		}
-		if got := db.e.pinnedSeqs[ref]; got != step.remembered {
+		if got, _ := db.e.pinnedSeqs.get(ref); got != step.remembered {
 			t.Errorf("%s: counters remembered %v, want %v", step.name, got, step.remembered)
 		}
 		if got := casRan(); got != step.casRanBy {
@@ -128,31 +128,28 @@ func TestPinnedNumbering(t *testing.T) {
 
 // TestPinnedSeqsBounded: the counters remembered stay within
 // maxPinnedSeqs however many conversations the writer numbers, the newest
-// kept, and only the pinned writer remembers any.
+// kept. (That another store remembers nothing: TestPinnedNumbering's steps
+// on another connection.)
 func TestPinnedSeqsBounded(t *testing.T) {
-	e := &engine{}
 	for _, tc := range []struct {
-		name   string
-		pinned bool
-		n      int
-		want   int
+		name string
+		n    int
+		want int
 	}{
-		{"another store remembers nothing", false, 10, 0},
-		{"below the bound, all", true, 100, 100},
-		{"past it, the bound", true, 3 * maxPinnedSeqs, maxPinnedSeqs},
+		{"below the bound, all", 100, 100},
+		{"past it, the bound", 3 * maxPinnedSeqs, maxPinnedSeqs},
 	} {
-		e.forgetSeqs()
-		s := &Store{e: e, pinned: tc.pinned}
+		var c convCounters
 		var last model.ConversationRef
 		for i := range tc.n {
 			last = model.ConversationRef{BotID: "b", ConversationID: strconv.Itoa(i)}
-			s.rememberSeqs(last, int64(i), 1)
+			c.put(last, convSeqs{int64(i), 1})
 		}
-		if got := len(e.pinnedSeqs); got != tc.want {
+		if got := len(c.m); got != tc.want {
 			t.Errorf("%s: %d remembered, want %d", tc.name, got, tc.want)
 		}
-		if c, ok := s.remembered(last); tc.pinned && (!ok || c != (convSeqs{int64(tc.n - 1), 1})) {
-			t.Errorf("%s: the newest: %v %v", tc.name, c, ok)
+		if v, ok := c.get(last); !ok || v != (convSeqs{int64(tc.n - 1), 1}) {
+			t.Errorf("%s: the newest: %v %v", tc.name, v, ok)
 		}
 	}
 }

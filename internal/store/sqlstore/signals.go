@@ -64,7 +64,7 @@ func (r signals) AppendSignal(ctx context.Context, sg *model.Signal) error {
 			sg.Seq = seq
 			return nil
 		}
-		seq, _, err := s.number(ctx, model.ConversationRef{BotID: sg.BotID, ConversationID: sg.ConversationID}, 1, 0)
+		seq, _, err := number(ctx, s, model.ConversationRef{BotID: sg.BotID, ConversationID: sg.ConversationID}, 1, 0)
 		if err != nil {
 			return s.fail(err, "conversation")
 		}
@@ -129,7 +129,7 @@ func (r signals) AppendSignalTurn(ctx context.Context, sg *model.Signal, t *mode
 			}
 		} else {
 			var err error
-			seq, tseq, err = s.number(ctx, model.ConversationRef{BotID: sg.BotID, ConversationID: sg.ConversationID}, 1, int64(bump))
+			seq, tseq, err = number(ctx, s, model.ConversationRef{BotID: sg.BotID, ConversationID: sg.ConversationID}, 1, int64(bump))
 			if err != nil {
 				return s.fail(err, "conversation")
 			}
@@ -218,7 +218,7 @@ func (r signals) appendSignalNumberTurn(ctx context.Context, sg *model.Signal, t
 				return s.fail(err, "conversation")
 			}
 		} else {
-			last, turn, err := s.number(ctx, model.ConversationRef{BotID: sg.BotID, ConversationID: sg.ConversationID}, 1+more, int64(bump))
+			last, turn, err := number(ctx, s, model.ConversationRef{BotID: sg.BotID, ConversationID: sg.ConversationID}, 1+more, int64(bump))
 			if err != nil {
 				return s.fail(err, "conversation")
 			}
@@ -279,7 +279,7 @@ func (r signals) EnqueueTurn(ctx context.Context, t *model.Turn) error {
 	return r.s.tx(ctx, func(s *Store) error {
 		if t.Seq == 0 {
 			var err error
-			if _, t.Seq, err = s.number(ctx, model.ConversationRef{BotID: t.BotID, ConversationID: t.ConversationID}, 0, 1); err != nil {
+			if _, t.Seq, err = number(ctx, s, model.ConversationRef{BotID: t.BotID, ConversationID: t.ConversationID}, 0, 1); err != nil {
 				return s.fail(err, "conversation")
 			}
 		}

@@ -108,10 +108,10 @@ type engine struct {
 
 	changes *startChanges // Dialect.LocalWrites; else nil
 
-	pinMu       sync.Mutex                         // serialises InPinnedTx; guards pinned, pinnedStmts and pinnedSeqs
-	pinned      *sql.Conn                          // InPinnedTx's connection, opened on first use
-	pinnedStmts map[string]*sql.Stmt               // statements prepared on pinned (Dialect.PinnedBegin)
-	pinnedSeqs  map[model.ConversationRef]convSeqs // counters pinned wrote last (pinnedseqs.go)
+	pinMu       sync.Mutex           // serialises InPinnedTx; guards pinned, pinnedStmts and pinnedSeqs
+	pinned      *sql.Conn            // InPinnedTx's connection, opened on first use
+	pinnedStmts map[string]*sql.Stmt // statements prepared on pinned (Dialect.PinnedBegin)
+	pinnedSeqs  convCounters         // counters pinned wrote last (pinnedseqs.go)
 }
 
 // maxStmts bounds the statement cache: queries are a fixed set of
