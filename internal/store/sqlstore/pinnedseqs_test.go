@@ -12,7 +12,7 @@ import (
 )
 
 // TestPinnedNumbering: the pinned writer numbers a conversation's signals
-// and turns from the counters it remembers (Store.number) while nothing else
+// and turns from the counters it remembers (number) while nothing else
 // moved them, and from the row once something did (another connection's
 // signal or turn, numbers given back, its own rolled-back transaction):
 // every number is taken once, none is skipped.
